@@ -1,0 +1,16 @@
+import type { Config } from 'jest';
+
+const config: Config = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/__tests__'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }],
+  },
+  // Every file starts its own redis-server; timing-sensitive suites should not fight for two cores.
+  maxWorkers: 2,
+  testTimeout: 30_000,
+  slowTestThreshold: 10,
+};
+
+export default config;

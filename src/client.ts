@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { ClientClosedError } from './errors';
+import { HoldBook, type LostLease } from './holds';
+import { clientChannel } from './keys';
+import type { LockContext } from './locks/context';
+import { ReentrantLock } from './locks/lock';
+import type { RLock } from './locks/types';
+import { runAsNewTask } from './owner';
+import { Subscriber } from './pubsub';
+import type { RedisConnection } from './redis';
+import { checkTime } from './validate';
+import { Watchdog } from './watchdog';
+
+export interface LockClientOptions {
+  /** Lease of locks taken without leaseTime, in ms; renewed every third of it. Default 30 000. */
+  watchdogTimeout?: number;
+  /** Most locks renewed by one script call. Default 100. */
+  watchdogBatchSize?: number;
+  /** The first half of every owner id this client writes. Default: a random UUID. */
+  clientId?: string;
+  /**
+   * A connection for pub/sub, used for nothing else. Default: a duplicate of the command
+   * connection, opened on the first wait and closed by close().
+   */
+  subscriber?: RedisConnection;
+}
+
+/** Emitted when a lease this client held is gone while it was still held. */
+export interface LockLostEvent {
+  name: string;
+  /** The owner that held it: `<clientId>:<ownerNumber>`. */
+  ownerId: string;
+  reason: string;
+}
+
+interface LockClientEvents {
+  lockLost: [LockLostEvent];
+}
+
+/** A command connection that may also open its own pub/sub connection. */
+type CommandConnection = RedisConnection & { duplicate?: () => RedisConnection };
+
+const DEFAULT_WATCHDOG_TIMEOUT = 30_000;
+const DEFAULT_WATCHDOG_BATCH = 100;
+
+/**
+ * Makes locks on one Redis connection. The connection stays the caller's (close() leaves it open);
+ * the client adds one pub/sub connection for waiting and one timer for the watchdog.
+ */
+export class LockClient extends EventEmitter<LockClientEvents> {
+  /** The client id in every owner id this client writes (Redisson's connection-manager id). */
+  readonly id: string;
+  readonly watchdogTimeout: number;
+  private readonly redis: CommandConnection;
+  private readonly book: HoldBook;
+  private readonly watchdog: Watchdog;
+  private readonly closer = new AbortController();
+  private subscriberInstance?: Subscriber;
+  private readonly subscriberOption?: RedisConnection;
+  private requestCount = 0;
+  private readonly context: LockContext;
+
+  constructor(redis: CommandConnection, options: LockClientOptions = {}) {
+    super();
+    if (redis === null || typeof redis !== 'object' || typeof redis.defineCommand !== 'function') {
+      throw Object.assign(new TypeError('redis must be an ioredis-compatible client (Redis, Cluster, ...)'), {
+        code: 'ERR_INVALID_ARG_TYPE',
+      });
+    }
+    if (options === null || typeof options !== 'object') {
+      throw Object.assign(new TypeError('options must be an object'), { code: 'ERR_INVALID_ARG_TYPE' });
+    }
+    this.redis = redis;
+    this.watchdogTimeout =
+      options.watchdogTimeout === undefined
+        ? DEFAULT_WATCHDOG_TIMEOUT
+        : checkTime('watchdogTimeout', options.watchdogTimeout, { min: 100, allowMinusOne: false });
+    const batchSize =
+      options.watchdogBatchSize === undefined
+        ? DEFAULT_WATCHDOG_BATCH
+        : checkTime('watchdogBatchSize', options.watchdogBatchSize, { min: 1, allowMinusOne: false });
+    if (options.clientId !== undefined && (typeof options.clientId !== 'string' || options.clientId === '')) {
+      throw Object.assign(new TypeError('clientId must be a non-empty string'), { code: 'ERR_INVALID_ARG_TYPE' });
+    }
+    this.id = options.clientId ?? randomUUID();
+    this.subscriberOption = options.subscriber;
+    if (!this.subscriberOption && typeof redis.duplicate !== 'function') {
+      throw Object.assign(
+        new TypeError('options.subscriber is required when the redis client has no duplicate() method'),
+        { code: 'ERR_INVALID_ARG_TYPE' },
+      );
+    }
+    this.book = new HoldBook((lost: LostLease) => this.emit('lockLost', lost));
+    this.watchdog = new Watchdog(redis, this.book, { timeout: this.watchdogTimeout, batchSize });
+    this.context = {
+      redis,
+      clientId: this.id,
+      watchdogTimeout: this.watchdogTimeout,
+      book: this.book,
+      watchdog: this.watchdog,
+      closing: this.closer.signal,
+      subscriber: () => this.subscriber(),
+      newRequestId: () => `${this.id}:${(this.requestCount += 1)}`,
+    };
+  }
+
+  /** A reentrant, non-fair lock (Redisson getLock). Handles are cheap; make one per use. */
+  getLock(name: string): RLock {
+    this.throwIfClosed();
+    return new ReentrantLock(this.context, name);
+  }
+
+  /**
+   * Runs fn as a new lock owner: every lock handle used anywhere in its async call chain acts for
+   * that owner, so nested locking re-enters, and concurrent tasks exclude each other.
+   */
+  runInTask<T>(fn: () => Promise<T> | T): Promise<T> {
+    if (typeof fn !== 'function') {
+      throw Object.assign(new TypeError('fn must be a function'), { code: 'ERR_INVALID_ARG_TYPE' });
+    }
+    this.throwIfClosed();
+    return runAsNewTask(async () => fn());
+  }
+
+  /**
+   * Stops the watchdog, rejects pending waits with ClientClosedError, aborts the signals of
+   * running withLock calls and closes the pub/sub connection this client opened. Locks still held
+   * are not released: their leases run out (at most watchdogTimeout for watchdog locks).
+   */
+  async close(): Promise<void> {
+    if (this.closer.signal.aborted) return;
+    this.closer.abort(new ClientClosedError());
+    this.watchdog.stop();
+    for (const entry of this.book.all()) this.book.lose(entry, 'the LockClient was closed', false);
+    await this.subscriberInstance?.close();
+  }
+
+  get closed(): boolean {
+    return this.closer.signal.aborted;
+  }
+
+  private subscriber(): Subscriber {
+    this.throwIfClosed();
+    if (!this.subscriberInstance) {
+      const owned = !this.subscriberOption;
+      const connection = this.subscriberOption ?? (this.redis.duplicate as () => RedisConnection).call(this.redis);
+      this.subscriberInstance = new Subscriber(connection, clientChannel(this.id), owned);
+    }
+    return this.subscriberInstance;
+  }
+
+  private throwIfClosed(): void {
+    this.closer.signal.throwIfAborted();
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * What this client believes it holds, per (lock, owner): the holds taken (for their latches and
+ * leases), how long the lease surely lasts, and the signals of withLock calls running on it.
+ *
+ * Redis stays the authority (unlock always asks it); this book exists so that the watchdog knows
+ * what to renew, and so that a lost lease reaches the holder as an event and an aborted signal.
+ */
+
+export interface Hold {
+  /** The latch key written when the hold was granted; its release reuses it. */
+  readonly latch: string;
+  /** The lease asked for, in ms; -1 when the watchdog keeps the lease. */
+  readonly leaseTime: number;
+}
+
+export interface LostLease {
+  name: string;
+  ownerId: string;
+  reason: string;
+}
+
+export class HeldLock {
+  readonly holds: Hold[] = [];
+  readonly guards = new Set<AbortController>();
+  /** performance.now() until which Redis surely keeps the lease (the grant was sent before it). */
+  leaseEnd = 0;
+  /** A watchdog renewal is on its way; the next tick does not pile another on top. */
+  renewing = false;
+  expiryTimer?: NodeJS.Timeout;
+
+  constructor(
+    readonly name: string,
+    readonly ownerId: string,
+  ) {}
+
+  get byWatchdog(): boolean {
+    return this.holds.some((hold) => hold.leaseTime < 0);
+  }
+}
+
+export class HoldBook {
+  private readonly entries = new Map<string, HeldLock>();
+
+  constructor(private readonly onLost: (lost: LostLease) => void) {}
+
+  /** Records a granted hold; `leaseEnd` is when its lease ends at the earliest. */
+  add(name: string, ownerId: string, hold: Hold, leaseEnd: number): HeldLock {
+    const key = bookKey(name, ownerId);
+    let entry = this.entries.get(key);
+    if (!entry) {
+      entry = new HeldLock(name, ownerId);
+      this.entries.set(key, entry);
+    }
+    entry.holds.push(hold);
+    entry.leaseEnd = Math.max(entry.leaseEnd, leaseEnd);
+    this.watchExpiry(entry);
+    return entry;
+  }
+
+  get(name: string, ownerId: string): HeldLock | undefined {
+    return this.entries.get(bookKey(name, ownerId));
+  }
+
+  isCurrent(entry: HeldLock): boolean {
+    return this.entries.get(bookKey(entry.name, entry.ownerId)) === entry;
+  }
+
+  /**
+   * Takes the newest hold out of the book before its release is sent, and the whole entry with the
+   * last hold, so that no renewal is ever sent for a lock whose release is under way.
+   */
+  takeForRelease(name: string, ownerId: string): Hold | undefined {
+    const entry = this.get(name, ownerId);
+    if (!entry) return undefined;
+    const hold = entry.holds.pop();
+    if (entry.holds.length === 0) this.drop(entry);
+    else this.watchExpiry(entry);
+    return hold;
+  }
+
+  /** Every owner of this client holding `name` (for forceUnlock). */
+  holdersOf(name: string): HeldLock[] {
+    return [...this.entries.values()].filter((entry) => entry.name === name);
+  }
+
+  watchdogHeld(): HeldLock[] {
+    return [...this.entries.values()].filter((entry) => entry.byWatchdog);
+  }
+
+  all(): HeldLock[] {
+    return [...this.entries.values()];
+  }
+
+  /** Registers a withLock call on the entry; it is aborted if the lease is lost. */
+  guard(entry: HeldLock): AbortController {
+    const controller = new AbortController();
+    entry.guards.add(controller);
+    return controller;
+  }
+
+  /** The lease is gone: forget the entry, tell the listeners and abort the running withLock calls. */
+  lose(entry: HeldLock, reason: string, announce = true): void {
+    if (!this.isCurrent(entry)) return;
+    this.drop(entry);
+    const error = Object.assign(new Error(`lock "${entry.name}" was lost: ${reason}`), {
+      code: 'ERR_LOCK_LOST',
+    });
+    for (const guard of entry.guards) guard.abort(error);
+    if (announce) this.onLost({ name: entry.name, ownerId: entry.ownerId, reason });
+  }
+
+  private drop(entry: HeldLock): void {
+    clearTimeout(entry.expiryTimer);
+    this.entries.delete(bookKey(entry.name, entry.ownerId));
+  }
+
+  /**
+   * A lock held only with fixed leases ends when they run out. The entry is forgotten then; if a
+   * withLock is still running on it, that is a lost lease and the holder is told.
+   */
+  private watchExpiry(entry: HeldLock): void {
+    clearTimeout(entry.expiryTimer);
+    entry.expiryTimer = undefined;
+    if (entry.byWatchdog) return;
+    const delay = Math.max(0, entry.leaseEnd - performance.now());
+    entry.expiryTimer = setTimeout(() => {
+      this.lose(entry, 'its lease ran out while it was still held', entry.guards.size > 0);
+    }, delay);
+    entry.expiryTimer.unref();
+  }
+}
+
+function bookKey(name: string, ownerId: string): string {
+  return `${ownerId}\u0000${name}`;
+}

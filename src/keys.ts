@@ -1,0 +1,38 @@
+/**
+ * Every Redis key and channel name rlock uses, in one place.
+ *
+ * The layout is Redisson's, so a Java service on Redisson and a Node service on rlock exclude each
+ * other on one name: the lock is a hash at the name itself; other keys carry the name as a hash tag
+ * ({name}) so every key of one lock lives in one cluster slot.
+ */
+
+/** Redisson's RedissonObject.prefixName: a name that has braces already keeps them. */
+export function prefixName(prefix: string, name: string): string {
+  return name.includes('{') ? `${prefix}:${name}` : `${prefix}:{${name}}`;
+}
+
+/** Redisson's message for "an exclusive lock was released": wakes one waiter per process. */
+export const UNLOCK_MESSAGE = '0';
+
+export interface LockKeys {
+  /** The lock hash: field owner id -> hold count. */
+  readonly lock: string;
+  /** Where releases are announced (Redisson's redisson_lock__channel). */
+  readonly channel: string;
+  /** The latch that makes one acquire or release request take effect once. */
+  holdLatch(requestId: string): string;
+}
+
+export function lockKeys(name: string): LockKeys {
+  const latchPrefix = prefixName('rlock_hold_latch', name);
+  return {
+    lock: name,
+    channel: prefixName('redisson_lock__channel', name),
+    holdLatch: (requestId) => `${latchPrefix}:${requestId}`,
+  };
+}
+
+/** A channel of one client's own: it keeps the subscriber connection in subscribed mode. */
+export function clientChannel(clientId: string): string {
+  return `rlock_client__channel:{${clientId}}`;
+}

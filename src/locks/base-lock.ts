@@ -1,0 +1,178 @@
+import { LockNotHeldError, LockTimeoutError } from '../errors';
+import { currentTask, nextOwnerNumber, ownerId, runInCurrentOrNewTask } from '../owner';
+import {
+  checkLeaseTime,
+  checkLockName,
+  checkOptionsObject,
+  checkSignal,
+  checkWaitTime,
+} from '../validate';
+import { acquireOrWait } from '../wait';
+import type { LockContext } from './context';
+import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
+
+/**
+ * Everything the lock kinds share: argument rules, who the owner is, the book of holds, the wait
+ * loop, withLock. A kind supplies its protocol: how one attempt, one release and a forced delete
+ * run in Redis, and the channel its releases are announced on.
+ */
+export abstract class BaseLock implements RLock {
+  readonly name: string;
+  /** The owner number used outside any task: the handle itself owns the lock. */
+  private readonly handleOwner = nextOwnerNumber();
+
+  constructor(
+    protected readonly context: LockContext,
+    name: unknown,
+  ) {
+    this.name = checkLockName(name);
+  }
+
+  /** One attempt: null when acquired or re-entered, else the holder's remaining ttl in ms. */
+  protected abstract attempt(owner: string, leaseMs: number, latch: string): Promise<number | null>;
+  /** 1 when the lock is free now, 0 when the owner still holds it, null when it held nothing. */
+  protected abstract release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null>;
+  protected abstract forceRelease(): Promise<boolean>;
+  protected abstract readonly channel: string;
+  /** The lock hash, whose field per owner holds the hold count. */
+  protected abstract readonly hashKey: string;
+  protected abstract newLatch(): string;
+
+  lock(leaseTime?: number): Promise<void>;
+  lock(options: LockOptions): Promise<void>;
+  async lock(arg?: number | LockOptions): Promise<void> {
+    const { leaseTime, signal } =
+      typeof arg === 'object' || arg === undefined ? parseLockOptions(arg) : { leaseTime: checkLeaseTime(arg) };
+    await this.acquire(-1, leaseTime, signal);
+  }
+
+  tryLock(): Promise<boolean>;
+  tryLock(waitTime: number, leaseTime?: number): Promise<boolean>;
+  tryLock(options: TryLockOptions): Promise<boolean>;
+  async tryLock(arg?: number | TryLockOptions, leaseTime?: number): Promise<boolean> {
+    if (typeof arg === 'number') {
+      return this.acquire(checkWaitTime(arg), leaseTime === undefined ? -1 : checkLeaseTime(leaseTime));
+    }
+    const options = parseLockOptions(arg);
+    const waitTime = options.waitTime ?? 0;
+    return this.acquire(waitTime, options.leaseTime, options.signal);
+  }
+
+  async unlock(): Promise<void> {
+    this.throwIfClosed();
+    const owner = this.currentOwner();
+    const hold = this.context.book.takeForRelease(this.name, owner);
+    const latch = hold?.latch ?? this.newLatch();
+    const latchMs = hold && hold.leaseTime > 0 ? hold.leaseTime : this.context.watchdogTimeout;
+    const result = await this.release(owner, latch, latchMs);
+    const rest = this.context.book.get(this.name, owner);
+    if (result === null) {
+      if (rest) this.context.book.lose(rest, 'Redis no longer had its holds');
+      throw new LockNotHeldError(this.name, owner);
+    }
+    if (result === 1 && rest) this.context.book.lose(rest, 'Redis had fewer holds than this client counted');
+  }
+
+  async forceUnlock(): Promise<boolean> {
+    this.throwIfClosed();
+    for (const entry of this.context.book.holdersOf(this.name)) {
+      this.context.book.lose(entry, 'forceUnlock() deleted it');
+    }
+    return this.forceRelease();
+  }
+
+  async isLocked(): Promise<boolean> {
+    this.throwIfClosed();
+    return (await this.context.redis.exists(this.hashKey)) === 1;
+  }
+
+  async isHeldByCurrentTask(): Promise<boolean> {
+    this.throwIfClosed();
+    return (await this.context.redis.hexists(this.hashKey, this.currentOwner())) === 1;
+  }
+
+  async getHoldCount(): Promise<number> {
+    this.throwIfClosed();
+    const count = await this.context.redis.hget(this.hashKey, this.currentOwner());
+    return count === null || count === undefined ? 0 : Number(count);
+  }
+
+  async remainTimeToLive(): Promise<number> {
+    this.throwIfClosed();
+    return this.context.redis.pttl(this.hashKey);
+  }
+
+  async withLock<T>(fn: (held: Held) => Promise<T> | T, options?: WithLockOptions): Promise<T> {
+    if (typeof fn !== 'function') {
+      throw Object.assign(new TypeError('fn must be a function'), { code: 'ERR_INVALID_ARG_TYPE' });
+    }
+    const parsed = parseLockOptions(options);
+    const waitTime = parsed.waitTime ?? -1;
+    return runInCurrentOrNewTask(async () => {
+      if (!(await this.acquire(waitTime, parsed.leaseTime, parsed.signal))) {
+        throw new LockTimeoutError(this.name, waitTime);
+      }
+      const entry = this.context.book.get(this.name, this.currentOwner());
+      const guard = entry ? this.context.book.guard(entry) : new AbortController();
+      const signal = parsed.signal ? AbortSignal.any([guard.signal, parsed.signal]) : guard.signal;
+      let result: T;
+      try {
+        result = await fn({ signal });
+      } catch (error) {
+        // The callback's error is what the caller needs; a failed release must not hide it.
+        await this.unlock().catch(() => undefined);
+        throw error;
+      } finally {
+        entry?.guards.delete(guard);
+      }
+      await this.unlock();
+      return result;
+    });
+  }
+
+  /** Takes the lock for the current owner; false when waitTime passed first. */
+  protected async acquire(waitTime: number, leaseTime: number, signal?: AbortSignal): Promise<boolean> {
+    this.throwIfClosed();
+    const { context } = this;
+    const owner = this.currentOwner();
+    const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
+    let latch = '';
+    let sentAt = 0;
+    const acquired = await acquireOrWait({
+      attempt: () => {
+        latch = this.newLatch();
+        sentAt = performance.now();
+        return this.attempt(owner, leaseMs, latch);
+      },
+      undoGrant: () => this.release(owner, latch, leaseMs),
+      channel: this.channel,
+      waitTime,
+      signal: signal ? AbortSignal.any([signal, context.closing]) : context.closing,
+      subscriber: () => context.subscriber(),
+      maxSleep: context.watchdogTimeout,
+    });
+    if (acquired) {
+      context.book.add(this.name, owner, { latch, leaseTime }, sentAt + leaseMs);
+      if (leaseTime < 0) context.watchdog.start();
+    }
+    return acquired;
+  }
+
+  protected currentOwner(): string {
+    const task = currentTask();
+    return ownerId(this.context.clientId, task ? task.ownerNumber : this.handleOwner);
+  }
+
+  private throwIfClosed(): void {
+    this.context.closing.throwIfAborted();
+  }
+}
+
+function parseLockOptions(value: unknown): { waitTime?: number; leaseTime: number; signal?: AbortSignal } {
+  const options = checkOptionsObject('options', value);
+  return {
+    waitTime: options.waitTime === undefined ? undefined : checkWaitTime(options.waitTime),
+    leaseTime: options.leaseTime === undefined ? -1 : checkLeaseTime(options.leaseTime),
+    signal: checkSignal(options.signal),
+  };
+}

@@ -1,0 +1,19 @@
+import type { HoldBook } from '../holds';
+import type { Subscriber } from '../pubsub';
+import type { RedisConnection } from '../redis';
+import type { Watchdog } from '../watchdog';
+
+/** What a lock handle needs from the LockClient that made it. */
+export interface LockContext {
+  readonly redis: RedisConnection;
+  readonly clientId: string;
+  /** Lease of watchdog locks, in ms. */
+  readonly watchdogTimeout: number;
+  readonly book: HoldBook;
+  readonly watchdog: Watchdog;
+  /** Aborts, with a ClientClosedError, when the client closes. */
+  readonly closing: AbortSignal;
+  subscriber(): Subscriber;
+  /** A request id unique to this client, for latches. */
+  newRequestId(): string;
+}

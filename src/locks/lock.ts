@@ -1,0 +1,34 @@
+import { lockKeys, UNLOCK_MESSAGE, type LockKeys } from '../keys';
+import { acquireLock, forceReleaseLock, releaseLock } from '../scripts';
+import { BaseLock } from './base-lock';
+import type { LockContext } from './context';
+
+/** The reentrant, non-fair lock: Redisson's RLock protocol and key layout. */
+export class ReentrantLock extends BaseLock {
+  private readonly keys: LockKeys;
+  protected readonly channel: string;
+  protected readonly hashKey: string;
+
+  constructor(context: LockContext, name: unknown) {
+    super(context, name);
+    this.keys = lockKeys(this.name);
+    this.channel = this.keys.channel;
+    this.hashKey = this.keys.lock;
+  }
+
+  protected attempt(owner: string, leaseMs: number, latch: string): Promise<number | null> {
+    return acquireLock(this.context.redis, [this.keys.lock, latch], [leaseMs, owner]);
+  }
+
+  protected release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
+    return releaseLock(this.context.redis, [this.keys.lock, this.keys.channel, latch], [owner, latchMs, UNLOCK_MESSAGE]);
+  }
+
+  protected async forceRelease(): Promise<boolean> {
+    return (await forceReleaseLock(this.context.redis, [this.keys.lock, this.keys.channel], [UNLOCK_MESSAGE])) === 1;
+  }
+
+  protected newLatch(): string {
+    return this.keys.holdLatch(this.context.newRequestId());
+  }
+}

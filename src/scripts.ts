@@ -1,0 +1,72 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { RedisConnection } from './redis';
+
+/**
+ * One typed function per Lua script in lua/. Each script is registered once per connection with
+ * ioredis defineCommand, which sends EVALSHA and falls back to EVAL on NOSCRIPT (so SCRIPT FLUSH on
+ * the server is survived). The command name carries a hash of the script text, so two rlock
+ * versions sharing one connection never run each other's scripts.
+ */
+
+// src/ and dist/ are both one level below the package root, where lua/ lives.
+const LUA_DIR = resolve(__dirname, '..', 'lua');
+
+type ScriptArg = string | number;
+type ScriptCall = (...args: ScriptArg[]) => Promise<unknown>;
+
+export type Script<Keys extends string[], Args extends ScriptArg[], Result> = (
+  redis: RedisConnection,
+  keys: Keys,
+  args: Args,
+) => Promise<Result>;
+
+function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
+  file: string,
+): Script<Keys, Args, Result> {
+  let commandName: string | undefined;
+  let lua = '';
+  // Read lazily: importing the package must not touch the disk.
+  const load = (): string => {
+    if (commandName === undefined) {
+      lua = readFileSync(resolve(LUA_DIR, file), 'utf8');
+      const digest = createHash('sha1').update(lua).digest('hex').slice(0, 12);
+      commandName = `rlock_${file.replace(/\W/g, '_')}_${digest}`;
+    }
+    return commandName;
+  };
+  return async (redis, keys, args) => {
+    const name = load();
+    const commands = redis as unknown as Record<string, ScriptCall | undefined>;
+    if (typeof commands[name] !== 'function') {
+      // No numberOfKeys: the key count is passed with every call, so batches can vary in size.
+      redis.defineCommand(name, { lua });
+    }
+    const reply = await (commands[name] as ScriptCall).call(redis, keys.length, ...keys, ...args);
+    // ioredis-mock answers a Lua nil with undefined, ioredis with null.
+    return (reply === undefined ? null : reply) as Result;
+  };
+}
+
+/** Returns null when acquired or re-entered, else the holder's remaining ttl (ms, -1 = no expiry). */
+export const acquireLock = defineScript<
+  [lock: string, holdLatch: string],
+  [leaseMs: number, ownerId: string],
+  number | null
+>('lock/acquire.lua');
+
+/** Returns 1 when the lock is free now, 0 when the owner still holds it, null when it held nothing. */
+export const releaseLock = defineScript<
+  [lock: string, channel: string, holdLatch: string],
+  [ownerId: string, latchMs: number, message: string],
+  0 | 1 | null
+>('lock/release.lua');
+
+/** Returns 1 when a lock existed and is gone now, 0 when there was none. */
+export const forceReleaseLock = defineScript<[lock: string, channel: string], [message: string], 0 | 1>(
+  'lock/force-release.lua',
+);
+
+/** Returns, for each lock, 1 when renewed and 0 when its owner no longer holds it. */
+export const renewLocks = defineScript<string[], ScriptArg[], number[]>('lock/renew.lua');

@@ -1,0 +1,79 @@
+/**
+ * Argument checks. Times reach setTimeout and PEXPIRE, and both misbehave outside whole
+ * milliseconds in [0, 2^31 - 1]: Node fires NaN, negative or too-large delays after ~1 ms, and
+ * PEXPIRE with a negative value deletes the key. So every time is checked before it is used.
+ */
+export const MAX_TIME_MS = 2 ** 31 - 1;
+
+/** Node's codes for the same mistakes, so callers can branch on `err.code` as usual. */
+function typeError(message: string): TypeError {
+  return Object.assign(new TypeError(message), { code: 'ERR_INVALID_ARG_TYPE' });
+}
+
+function rangeError(message: string): RangeError {
+  return Object.assign(new RangeError(message), { code: 'ERR_OUT_OF_RANGE' });
+}
+
+export function checkLockName(name: unknown): string {
+  if (typeof name !== 'string') {
+    throw typeError(`name must be a non-empty string; got ${describe(name)}`);
+  }
+  if (name.length === 0) {
+    throw typeError('name must be a non-empty string; got an empty string');
+  }
+  return name;
+}
+
+interface TimeRule {
+  /** Smallest accepted value besides -1. */
+  min: number;
+  /** Whether -1 ("forever" / "use the watchdog") is accepted. */
+  allowMinusOne: boolean;
+  /** What -1 means, for the error message. */
+  minusOneMeans?: string;
+}
+
+export function checkTime(argument: string, value: unknown, rule: TimeRule): number {
+  const expected =
+    `${argument} must be a whole number of milliseconds from ${rule.min} to ${MAX_TIME_MS}` +
+    (rule.allowMinusOne ? ` or -1 (${rule.minusOneMeans})` : '');
+  if (typeof value !== 'number') {
+    throw typeError(`${expected}; got ${describe(value)}`);
+  }
+  if (rule.allowMinusOne && value === -1) return -1;
+  if (!Number.isInteger(value) || value < rule.min || value > MAX_TIME_MS) {
+    throw rangeError(`${expected}; got ${describe(value)}`);
+  }
+  return value;
+}
+
+export const checkLeaseTime = (value: unknown): number =>
+  checkTime('leaseTime', value, { min: 1, allowMinusOne: true, minusOneMeans: 'use the watchdog' });
+
+export const checkWaitTime = (value: unknown): number =>
+  checkTime('waitTime', value, { min: 0, allowMinusOne: true, minusOneMeans: 'wait forever' });
+
+export function checkSignal(signal: unknown): AbortSignal | undefined {
+  if (signal === undefined) return undefined;
+  if (!(signal instanceof AbortSignal)) {
+    throw typeError(`signal must be an AbortSignal; got ${describe(signal)}`);
+  }
+  return signal;
+}
+
+export function checkOptionsObject(argument: string, value: unknown): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw typeError(`${argument} must be an options object; got ${describe(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} chars` : `"${value}"`;
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
