@@ -5,7 +5,7 @@ const config: Config = {
   roots: ['<rootDir>/__tests__'],
   testMatch: ['**/*.test.ts'],
   transform: {
-    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }],
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
   // Every file starts its own redis-server; timing-sensitive suites should not fight for two cores.
   maxWorkers: 2,

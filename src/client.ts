@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { ClientClosedError } from './errors';
 import { HoldBook, type LostLease } from './holds';
 import { clientChannel } from './keys';
@@ -72,6 +72,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       throw Object.assign(new TypeError('options must be an object'), { code: 'ERR_INVALID_ARG_TYPE' });
     }
     this.redis = redis;
+    // Every pending wait listens for the close; thousands of them are normal, not a leak.
+    setMaxListeners(0, this.closer.signal);
     this.watchdogTimeout =
       options.watchdogTimeout === undefined
         ? DEFAULT_WATCHDOG_TIMEOUT

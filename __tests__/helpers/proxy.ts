@@ -1,0 +1,56 @@
+import { createServer, Socket, type Server } from 'node:net';
+
+/**
+ * A TCP proxy between a client and Redis that can swallow replies and reset connections: the way
+ * to make a command run on the server while its reply is lost, so ioredis re-sends it.
+ */
+export class FaultProxy {
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private droppingReplies = false;
+  port = 0;
+
+  constructor(private readonly targetPort: number) {
+    this.server = createServer((client) => {
+      const upstream = new Socket();
+      upstream.connect(this.targetPort, '127.0.0.1');
+      this.sockets.add(client).add(upstream);
+      client.on('data', (data) => upstream.write(data));
+      upstream.on('data', (data) => {
+        if (!this.droppingReplies) client.write(data);
+      });
+      const close = (): void => {
+        client.destroy();
+        upstream.destroy();
+        this.sockets.delete(client);
+        this.sockets.delete(upstream);
+      };
+      client.on('close', close).on('error', close);
+      upstream.on('close', close).on('error', close);
+    });
+  }
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    this.port = typeof address === 'object' && address ? address.port : 0;
+    return this;
+  }
+
+  /** From now on the server's replies are thrown away. */
+  dropReplies(): void {
+    this.droppingReplies = true;
+  }
+
+  /** Cuts every connection and lets replies through again for the reconnections. */
+  resetConnections(): void {
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+    this.droppingReplies = false;
+  }
+
+  async stop(): Promise<void> {
+    this.resetConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,115 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import Redis, { type RedisOptions } from 'ioredis';
+
+/**
+ * Throwaway redis-server processes on free loopback ports, one per test file or fault test.
+ * They keep nothing on disk and are never a server someone else uses.
+ */
+export interface RedisServer {
+  readonly port: number;
+  /** A new connection to this server, closed by stop(). */
+  connect(options?: RedisOptions): Redis;
+  /** Stops the process (data gone) and starts a fresh one on the same port. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+let checkedBinary = false;
+
+function requireRedisServer(): void {
+  if (checkedBinary) return;
+  const probe = spawnSync('redis-server', ['--version']);
+  if (probe.error || probe.status !== 0) {
+    throw new Error(
+      'redis-server was not found on PATH; the tests run real Redis servers. Install one ' +
+        '(Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis) and run the tests again.',
+    );
+  }
+  checkedBinary = true;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function launch(port: number, extraArgs: string[]): Promise<ChildProcess> {
+  const args = [
+    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    '--enable-debug-command', 'local', '--loglevel', 'warning', ...extraArgs,
+  ];
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const deadline = setTimeout(() => fail(new Error(`redis-server on ${port} did not start: ${output}`)), 10_000);
+    const fail = (error: Error): void => {
+      clearTimeout(deadline);
+      child.kill('SIGKILL');
+      reject(error);
+    };
+    child.on('error', fail);
+    child.on('exit', (code) => fail(new Error(`redis-server on ${port} exited with ${code}: ${output}`)));
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // Poll PING until the server answers; the log line is quiet at loglevel warning.
+    const poll = async (): Promise<void> => {
+      for (;;) {
+        const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        probe.on('error', () => undefined);
+        try {
+          await probe.connect();
+          await probe.ping();
+          probe.disconnect();
+          clearTimeout(deadline);
+          child.removeAllListeners('exit');
+          resolve(child);
+          return;
+        } catch {
+          probe.disconnect();
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    };
+    void poll();
+  });
+}
+
+function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+export async function startRedis(extraArgs: string[] = []): Promise<RedisServer> {
+  requireRedisServer();
+  const port = await freePort();
+  let child = await launch(port, extraArgs);
+  const connections: Redis[] = [];
+  return {
+    port,
+    connect(options: RedisOptions = {}) {
+      const connection = new Redis({ port, host: '127.0.0.1', ...options });
+      connection.on('error', () => undefined);
+      connections.push(connection);
+      return connection;
+    },
+    async restart() {
+      await kill(child);
+      child = await launch(port, extraArgs);
+    },
+    async stop() {
+      for (const connection of connections.splice(0)) connection.disconnect();
+      await kill(child);
+    },
+  };
+}
