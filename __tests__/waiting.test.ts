@@ -1,0 +1,148 @@
+import type Redis from 'ioredis';
+import { ClientClosedError } from '../src';
+import { useRedis } from './helpers/setup';
+import { commandCalls, sleep } from './helpers/wait';
+
+/** Script calls (acquire attempts, releases) the server ran since the last RESETSTAT. */
+async function scriptCalls(admin: Redis): Promise<number> {
+  return (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+}
+
+describe('waiting by pub/sub', () => {
+  const redis = useRedis();
+
+  test('a waiter sleeps without polling Redis', async () => {
+    const holder = redis.client();
+    const waiter = redis.client();
+    await holder.getLock('quiet').lock();
+    const admin = redis.admin();
+    await admin.config('RESETSTAT');
+    const waiting = waiter.getLock('quiet').tryLock(1_500);
+    await sleep(1_200);
+    // One attempt before subscribing and one after: nothing more while asleep.
+    expect(await scriptCalls(admin)).toBe(2);
+    expect(await waiting).toBe(false);
+  });
+
+  test('one release wakes one waiter per process, not all of them', async () => {
+    const holder = redis.client();
+    const waiters = redis.client();
+    const held = holder.getLock('herd');
+    await held.lock();
+    const results = Array.from({ length: 6 }, () => waiters.getLock('herd').tryLock(3_000));
+    const outcomes = Promise.allSettled(results);
+    await sleep(300);
+    const admin = redis.admin();
+    await admin.config('RESETSTAT');
+    await held.unlock();
+    await sleep(300);
+    // The release, then the single woken waiter's successful attempt.
+    expect(await scriptCalls(admin)).toBe(2);
+    await waiters.close();
+    const settled = await outcomes;
+    expect(settled.filter((outcome) => outcome.status === 'fulfilled' && outcome.value)).toHaveLength(1);
+  });
+
+  test('a release between the failed attempt and the subscription is not missed', async () => {
+    const server = redis.server();
+    const slowSubscriber = server.connect();
+    const realSubscribe = slowSubscriber.subscribe.bind(slowSubscriber);
+    // Every SUBSCRIBE reaches Redis 300 ms late: the holder releases in that gap.
+    slowSubscriber.subscribe = ((...channels: string[]) =>
+      sleep(300).then(() => realSubscribe(...channels))) as typeof slowSubscriber.subscribe;
+    const holder = redis.client();
+    const waiter = redis.client({ subscriber: slowSubscriber });
+    const held = holder.getLock('gap');
+    await held.lock();
+    const started = performance.now();
+    const waiting = waiter.getLock('gap').tryLock(10_000);
+    await sleep(100);
+    await held.unlock();
+    expect(await waiting).toBe(true);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  test('after the subscriber reconnects, waiters re-check at once (a message sent meanwhile is lost)', async () => {
+    const holder = redis.client({ watchdogTimeout: 20_000 });
+    const waiter = redis.client();
+    const held = holder.getLock('reconnect');
+    await held.lock();
+    const waiting = waiter.getLock('reconnect').tryLock(15_000);
+    await sleep(200);
+    await redis.admin().client('KILL', 'TYPE', 'pubsub');
+    const releasedAt = performance.now();
+    await held.unlock();
+    expect(await waiting).toBe(true);
+    // Without the re-check the waiter would sleep out the holder's 20 s ttl.
+    expect(performance.now() - releasedAt).toBeLessThan(3_000);
+  });
+
+  test('channels come and go across many waits without losing a wake-up', async () => {
+    const holder = redis.client({ watchdogTimeout: 20_000 });
+    const waiter = redis.client();
+    const held = holder.getLock('churn');
+    for (let round = 0; round < 12; round += 1) {
+      await held.lock();
+      const started = performance.now();
+      const waiting = waiter.getLock('churn').tryLock(10_000);
+      await sleep(20);
+      await held.unlock();
+      expect(await waiting).toBe(true);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      await waiter.getLock('churn').forceUnlock();
+      // Land the next subscribe around the moment the previous channel lingers out.
+      await sleep(150 + round * 10);
+    }
+  });
+
+  test('an aborted signal rejects the wait at once and leaves nothing behind', async () => {
+    const holder = redis.client();
+    const waiter = redis.client();
+    const held = holder.getLock('abort');
+    await held.lock();
+    const controller = new AbortController();
+    const waiting = waiter.getLock('abort').lock({ signal: controller.signal });
+    await sleep(100);
+    const abortedAt = performance.now();
+    controller.abort(new Error('no longer needed'));
+    await expect(waiting).rejects.toThrow('no longer needed');
+    expect(performance.now() - abortedAt).toBeLessThan(100);
+    await held.unlock();
+    await sleep(200);
+    expect(await redis.admin().exists('abort')).toBe(0);
+  });
+
+  test('an abort while a grant is in flight gives the grant back', async () => {
+    const client = redis.client();
+    const controller = new AbortController();
+    const taking = client.getLock('late-grant').lock({ signal: controller.signal });
+    controller.abort(new Error('changed my mind'));
+    await expect(taking).rejects.toThrow('changed my mind');
+    await sleep(100);
+    expect(await redis.admin().exists('late-grant')).toBe(0);
+  });
+
+  test('an already aborted signal rejects before touching Redis', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    await admin.config('RESETSTAT');
+    await expect(client.getLock('pre').tryLock({ waitTime: 1_000, signal: AbortSignal.abort() })).rejects.toMatchObject({
+      name: 'AbortError',
+    });
+    expect(await scriptCalls(admin)).toBe(0);
+  });
+
+  test('close() rejects pending waits and every later call with ClientClosedError', async () => {
+    const holder = redis.client();
+    const waiter = redis.client();
+    await holder.getLock('closing').lock();
+    const waiting = waiter.getLock('closing').lock();
+    waiting.catch(() => undefined);
+    const lock = waiter.getLock('closing');
+    await sleep(100);
+    await waiter.close();
+    await expect(waiting).rejects.toBeInstanceOf(ClientClosedError);
+    await expect(lock.tryLock()).rejects.toMatchObject({ code: 'ERR_CLIENT_CLOSED' });
+    expect(() => waiter.getLock('closing')).toThrow(ClientClosedError);
+  });
+});
