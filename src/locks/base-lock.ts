@@ -41,8 +41,9 @@ export abstract class BaseLock implements RLock {
   lock(leaseTime?: number): Promise<void>;
   lock(options: LockOptions): Promise<void>;
   async lock(arg?: number | LockOptions): Promise<void> {
-    const { leaseTime, signal } =
-      typeof arg === 'object' || arg === undefined ? parseLockOptions(arg) : { leaseTime: checkLeaseTime(arg) };
+    const { leaseTime, signal } = isOptionsObject(arg)
+      ? parseLockOptions(arg)
+      : { leaseTime: arg === undefined ? -1 : checkLeaseTime(arg), signal: undefined };
     await this.acquire(-1, leaseTime, signal);
   }
 
@@ -50,7 +51,7 @@ export abstract class BaseLock implements RLock {
   tryLock(waitTime: number, leaseTime?: number): Promise<boolean>;
   tryLock(options: TryLockOptions): Promise<boolean>;
   async tryLock(arg?: number | TryLockOptions, leaseTime?: number): Promise<boolean> {
-    if (typeof arg === 'number') {
+    if (arg !== undefined && !isOptionsObject(arg)) {
       return this.acquire(checkWaitTime(arg), leaseTime === undefined ? -1 : checkLeaseTime(leaseTime));
     }
     const options = parseLockOptions(arg);
@@ -166,6 +167,10 @@ export abstract class BaseLock implements RLock {
   private throwIfClosed(): void {
     this.context.closing.throwIfAborted();
   }
+}
+
+function isOptionsObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
 }
 
 function parseLockOptions(value: unknown): { waitTime?: number; leaseTime: number; signal?: AbortSignal } {

@@ -1,0 +1,192 @@
+import { LockClient } from '../src';
+import { FaultProxy } from './helpers/proxy';
+import { startRedis } from './helpers/redis-server';
+import { useRedis } from './helpers/setup';
+import { sleep } from './helpers/wait';
+
+describe('bad input', () => {
+  const redis = useRedis();
+
+  const badTimes: Array<[unknown, RegExp]> = [
+    [Number.NaN, /RangeError/],
+    [-2, /RangeError/],
+    [1.5, /RangeError/],
+    [2 ** 31, /RangeError/],
+    [Infinity, /RangeError/],
+    ['100', /TypeError/],
+    [null, /TypeError/],
+  ];
+
+  test.each(badTimes)('leaseTime %p is refused with an error naming leaseTime', async (value, kind) => {
+    const lock = redis.client().getLock('bad-lease');
+    const error = await lock.lock(value as number).catch((e: unknown) => e);
+    expect(String(error)).toMatch(kind);
+    expect((error as Error).message).toMatch(/^leaseTime must be/);
+    await expect(lock.tryLock({ leaseTime: value as number })).rejects.toThrow(/leaseTime/);
+    await expect(lock.tryLock(0, value as number)).rejects.toThrow(/leaseTime/);
+    expect(await redis.admin().dbsize()).toBe(0);
+  });
+
+  test.each(badTimes)('waitTime %p is refused with an error naming waitTime', async (value, kind) => {
+    const lock = redis.client().getLock('bad-wait');
+    const error = await lock.tryLock(value as number).catch((e: unknown) => e);
+    expect(String(error)).toMatch(kind);
+    expect((error as Error).message).toMatch(/^waitTime must be/);
+    await expect(lock.withLock(() => 1, { waitTime: value as number })).rejects.toThrow(/waitTime/);
+    expect(await redis.admin().dbsize()).toBe(0);
+  });
+
+  test('a leaseTime of 0 is refused (PEXPIRE 0 would delete the lock at once)', async () => {
+    await expect(redis.client().getLock('zero').lock(0)).rejects.toThrow(RangeError);
+  });
+
+  test('-1 means the watchdog for leaseTime and forever for waitTime', async () => {
+    const lock = redis.client().getLock('minus-one');
+    expect(await lock.tryLock(-1, -1)).toBe(true);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(29_000);
+  });
+
+  test.each([[undefined], [''], [42], [null], [{}]])('lock name %p is refused', (name) => {
+    expect(() => redis.client().getLock(name as string)).toThrow(/^name must be a non-empty string/);
+  });
+
+  test('options, signals and callbacks of the wrong type are refused', async () => {
+    const lock = redis.client().getLock('shapes');
+    await expect(lock.tryLock([] as unknown as number)).rejects.toThrow(/options must be an options object/);
+    await expect(lock.lock({ signal: 'stop' as unknown as AbortSignal })).rejects.toThrow(/signal must be an AbortSignal/);
+    await expect(lock.withLock('fn' as unknown as () => void)).rejects.toThrow(/fn must be a function/);
+    expect(await redis.admin().dbsize()).toBe(0);
+  });
+
+  test('LockClient options are checked', () => {
+    const connection = redis.server().connect();
+    expect(() => new LockClient(connection, { watchdogTimeout: 50 })).toThrow(/watchdogTimeout/);
+    expect(() => new LockClient(connection, { watchdogTimeout: Number.NaN })).toThrow(/watchdogTimeout/);
+    expect(() => new LockClient(connection, { watchdogBatchSize: 0 })).toThrow(/watchdogBatchSize/);
+    expect(() => new LockClient(connection, { clientId: '' })).toThrow(/clientId/);
+    expect(() => new LockClient({} as never)).toThrow(/ioredis-compatible/);
+  });
+});
+
+describe('Redis faults reach the caller as errors', () => {
+  const redis = useRedis();
+
+  test('a value of another type at the lock key rejects every operation that reads it', async () => {
+    await redis.admin().set('clobbered', 'not a hash');
+    const lock = redis.client().getLock('clobbered');
+    await expect(lock.lock()).rejects.toThrow(/WRONGTYPE/);
+    await expect(lock.tryLock()).rejects.toThrow(/WRONGTYPE/);
+    await expect(lock.tryLock(200)).rejects.toThrow(/WRONGTYPE/);
+    await expect(lock.unlock()).rejects.toThrow(/WRONGTYPE/);
+    await expect(lock.getHoldCount()).rejects.toThrow(/WRONGTYPE/);
+    expect(await redis.admin().get('clobbered')).toBe('not a hash');
+  });
+
+  test('out of memory under noeviction rejects with OOM and writes nothing', async () => {
+    const admin = redis.admin();
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'maxmemory', '1');
+    try {
+      await expect(redis.client().getLock('oom').lock()).rejects.toThrow(/OOM/);
+    } finally {
+      await admin.config('SET', 'maxmemory', '0');
+    }
+    expect(await admin.dbsize()).toBe(0);
+  });
+
+  test('SCRIPT FLUSH on the server is survived', async () => {
+    const lock = redis.client().getLock('flushed');
+    await lock.lock();
+    await redis.admin().script('FLUSH');
+    await lock.lock();
+    await redis.admin().script('FLUSH');
+    await lock.unlock();
+    await lock.unlock();
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  test('a read-only replica rejects with READONLY', async () => {
+    const primary = redis.server();
+    const replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)]);
+    try {
+      const client = new LockClient(replica.connect());
+      await expect(client.getLock('replica').lock()).rejects.toThrow(/READONLY/);
+      await expect(client.getLock('replica').tryLock()).rejects.toThrow(/READONLY/);
+      await client.close();
+    } finally {
+      await replica.stop();
+    }
+  });
+
+  test('a lost connection rejects instead of hanging', async () => {
+    const doomed = await startRedis();
+    const connection = doomed.connect({ maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+    const client = new LockClient(connection);
+    const held = client.getLock('gone');
+    await held.lock();
+    await doomed.stop();
+    await expect(held.unlock()).rejects.toThrow();
+    await expect(client.getLock('gone').lock()).rejects.toThrow();
+    await client.close();
+    connection.disconnect();
+  });
+});
+
+describe('commands re-sent after a reconnect', () => {
+  const redis = useRedis();
+
+  /** Runs `operation` through the proxy so that Redis executes it but its reply is lost. */
+  async function withLostReply<T>(proxy: FaultProxy, operation: () => Promise<T>): Promise<T> {
+    proxy.dropReplies();
+    const pending = operation();
+    await sleep(100);
+    proxy.resetConnections(); // ioredis reconnects and re-sends the unanswered command
+    return pending;
+  }
+
+  test('the proxy really makes a script run twice (negative control: a latch-less acquire counts 2)', async () => {
+    const proxy = await new FaultProxy(redis.server().port).start();
+    const connection = redis.server().connect({ port: proxy.port });
+    await connection.ping();
+    const naiveAcquire = `redis.call('hincrby', KEYS[1], ARGV[1], 1) redis.call('pexpire', KEYS[1], 30000) return 1`;
+    await withLostReply(proxy, () => connection.eval(naiveAcquire, 1, 'naive', 'me:1'));
+    expect(await redis.admin().hget('naive', 'me:1')).toBe('2');
+    await proxy.stop();
+  });
+
+  test('an acquire whose reply was lost is counted once', async () => {
+    const proxy = await new FaultProxy(redis.server().port).start();
+    const client = redis.client({}, redis.server().connect({ port: proxy.port }));
+    const lock = client.getLock('resent-acquire');
+    await lock.isLocked();
+    await withLostReply(proxy, () => lock.lock());
+    const hash = await redis.admin().hgetall('resent-acquire');
+    expect(Object.values(hash)).toEqual(['1']);
+    await lock.unlock();
+    expect(await redis.admin().exists('resent-acquire')).toBe(0);
+    await proxy.stop();
+  });
+
+  test('a re-entry whose reply was lost is counted once', async () => {
+    const proxy = await new FaultProxy(redis.server().port).start();
+    const client = redis.client({}, redis.server().connect({ port: proxy.port }));
+    const lock = client.getLock('resent-reentry');
+    await lock.lock();
+    await withLostReply(proxy, () => lock.lock());
+    expect(await lock.getHoldCount()).toBe(2);
+    await proxy.stop();
+  });
+
+  test('a release whose reply was lost neither fails nor releases a second hold', async () => {
+    const proxy = await new FaultProxy(redis.server().port).start();
+    const client = redis.client({}, redis.server().connect({ port: proxy.port }));
+    const lock = client.getLock('resent-release');
+    await lock.lock();
+    await lock.lock();
+    await withLostReply(proxy, () => lock.unlock());
+    expect(await lock.getHoldCount()).toBe(1);
+    await withLostReply(proxy, () => lock.unlock());
+    expect(await lock.isLocked()).toBe(false);
+    await proxy.stop();
+  });
+});
