@@ -37,13 +37,14 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
     return commandName;
   };
   return async (redis, keys, args) => {
-    const name = load();
+    // One command per key count: batches vary in size, and clients differ in how they read a
+    // key count passed at call time (ioredis-mock ignores it), so it is always declared.
+    const name = `${load()}_${keys.length}`;
     const commands = redis as unknown as Record<string, ScriptCall | undefined>;
     if (typeof commands[name] !== 'function') {
-      // No numberOfKeys: the key count is passed with every call, so batches can vary in size.
-      redis.defineCommand(name, { lua });
+      redis.defineCommand(name, { lua, numberOfKeys: keys.length });
     }
-    const reply = await (commands[name] as ScriptCall).call(redis, keys.length, ...keys, ...args);
+    const reply = await (commands[name] as ScriptCall).call(redis, ...keys, ...args);
     // ioredis-mock answers a Lua nil with undefined, ioredis with null.
     return (reply === undefined ? null : reply) as Result;
   };
