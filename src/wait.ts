@@ -78,16 +78,19 @@ class Guard {
   async subscribe(timeLeft: number): Promise<Subscription | undefined> {
     this.check();
     const pending = this.plan.subscriber().subscribe(this.plan.channel);
+    let taken = false;
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<undefined>((resolve) => {
       if (Number.isFinite(timeLeft)) timer = setTimeout(resolve, Math.max(0, timeLeft), undefined);
     });
     try {
       const result = await this.race(Promise.race([pending, expired]), () => undefined);
-      if (!result) pending.then((late) => late.release()).catch(() => undefined);
+      taken = result !== undefined;
       return result;
     } finally {
       clearTimeout(timer);
+      // Given up (time out, abort) before the subscription came: give it back when it comes.
+      if (!taken) pending.then((late) => late.release(), () => undefined);
     }
   }
 
