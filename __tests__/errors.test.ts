@@ -53,7 +53,9 @@ describe('bad input', () => {
   test('options, signals and callbacks of the wrong type are refused', async () => {
     const lock = redis.client().getLock('shapes');
     await expect(lock.tryLock([] as unknown as number)).rejects.toThrow(/options must be an options object/);
-    await expect(lock.lock({ signal: 'stop' as unknown as AbortSignal })).rejects.toThrow(/signal must be an AbortSignal/);
+    await expect(lock.lock({ signal: 'stop' as unknown as AbortSignal })).rejects.toThrow(
+      /signal must be an AbortSignal/,
+    );
     await expect(lock.withLock('fn' as unknown as () => void)).rejects.toThrow(/fn must be a function/);
     expect(await redis.admin().dbsize()).toBe(0);
   });

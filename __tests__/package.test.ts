@@ -17,14 +17,21 @@ describe('package entry points', () => {
   });
 
   test('require("rlock") gives the CommonJS build', () => {
-    expect(run(['-e', "const r = require('rlock'); console.log(typeof r.LockClient, new r.LockNotHeldError('a', 'b').code)"])).toBe(
-      'function ERR_LOCK_NOT_HELD',
-    );
+    expect(
+      run([
+        '-e',
+        "const r = require('rlock'); console.log(typeof r.LockClient, new r.LockNotHeldError('a', 'b').code)",
+      ]),
+    ).toBe('function ERR_LOCK_NOT_HELD');
   });
 
   test('import from "rlock" gives the ES module build', () => {
     expect(
-      run(['--input-type=module', '-e', "import { LockClient, LockTimeoutError } from 'rlock'; console.log(typeof LockClient, new LockTimeoutError('a', 1).code)"]),
+      run([
+        '--input-type=module',
+        '-e',
+        "import { LockClient, LockTimeoutError } from 'rlock'; console.log(typeof LockClient, new LockTimeoutError('a', 1).code)",
+      ]),
     ).toBe('function ERR_LOCK_TIMEOUT');
   });
 

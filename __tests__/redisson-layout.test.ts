@@ -19,7 +19,10 @@ class JavaSide {
       `if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
          redis.call('hincrby', KEYS[1], ARGV[2], 1) redis.call('pexpire', KEYS[1], ARGV[1]) return 1 end
        return 0`,
-      1, name, leaseMs, this.field,
+      1,
+      name,
+      leaseMs,
+      this.field,
     );
     return taken === 1;
   }
@@ -28,7 +31,10 @@ class JavaSide {
     await this.redis.eval(
       `if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
          redis.call('del', KEYS[1]) redis.call('publish', KEYS[2], '0') end`,
-      2, name, `redisson_lock__channel:{${name}}`, this.field,
+      2,
+      name,
+      `redisson_lock__channel:{${name}}`,
+      this.field,
     );
   }
 }

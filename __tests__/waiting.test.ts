@@ -126,7 +126,9 @@ describe('waiting by pub/sub', () => {
     const client = redis.client();
     const admin = redis.admin();
     await admin.config('RESETSTAT');
-    await expect(client.getLock('pre').tryLock({ waitTime: 1_000, signal: AbortSignal.abort() })).rejects.toMatchObject({
+    await expect(
+      client.getLock('pre').tryLock({ waitTime: 1_000, signal: AbortSignal.abort() }),
+    ).rejects.toMatchObject({
       name: 'AbortError',
     });
     expect(await scriptCalls(admin)).toBe(0);

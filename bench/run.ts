@@ -17,7 +17,10 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
-async function measure(label: string, op: () => Promise<unknown>): Promise<{ label: string; p50: number; p99: number }> {
+async function measure(
+  label: string,
+  op: () => Promise<unknown>,
+): Promise<{ label: string; p50: number; p99: number }> {
   for (let i = 0; i < WARMUP; i += 1) await op();
   const samples: number[] = [];
   for (let i = 0; i < ITERATIONS; i += 1) {
@@ -53,12 +56,21 @@ async function main(): Promise<void> {
     console.log('| scenario | p50 ms | p99 ms | p50 / PING p50 |');
     console.log('|---|---:|---:|---:|');
     for (const row of rows) {
-      console.log(`| ${row.label} | ${row.p50.toFixed(3)} | ${row.p99.toFixed(3)} | ${(row.p50 / ping).toFixed(2)}x |`);
+      console.log(
+        `| ${row.label} | ${row.p50.toFixed(3)} | ${row.p99.toFixed(3)} | ${(row.p50 / ping).toFixed(2)}x |`,
+      );
     }
     const dir = resolve(__dirname, 'results');
     mkdirSync(dir, { recursive: true });
     const file = resolve(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), node: process.version, iterations: ITERATIONS, rows }, null, 2));
+    writeFileSync(
+      file,
+      JSON.stringify(
+        { date: new Date().toISOString(), node: process.version, iterations: ITERATIONS, rows },
+        null,
+        2,
+      ),
+    );
     console.log(`\nresults written to ${file}`);
   } finally {
     await client.close();

@@ -83,7 +83,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         ? DEFAULT_WATCHDOG_BATCH
         : checkTime('watchdogBatchSize', options.watchdogBatchSize, { min: 1, allowMinusOne: false });
     if (options.clientId !== undefined && (typeof options.clientId !== 'string' || options.clientId === '')) {
-      throw Object.assign(new TypeError('clientId must be a non-empty string'), { code: 'ERR_INVALID_ARG_TYPE' });
+      throw Object.assign(new TypeError('clientId must be a non-empty string'), {
+        code: 'ERR_INVALID_ARG_TYPE',
+      });
     }
     this.id = options.clientId ?? randomUUID();
     this.subscriberOption = options.subscriber;
@@ -146,7 +148,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.throwIfClosed();
     if (!this.subscriberInstance) {
       const owned = !this.subscriberOption;
-      const connection = this.subscriberOption ?? (this.redis.duplicate as () => RedisConnection).call(this.redis);
+      const connection =
+        this.subscriberOption ?? (this.redis.duplicate as () => RedisConnection).call(this.redis);
       this.subscriberInstance = new Subscriber(connection, clientChannel(this.id), owned);
     }
     return this.subscriberInstance;

@@ -70,8 +70,10 @@ export function checkOptionsObject(argument: string, value: unknown): Record<str
 }
 
 function describe(value: unknown): string {
-  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} chars` : `"${value}"`;
-  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'string')
+    return value.length > 40 ? `a string of ${value.length} chars` : `"${value}"`;
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean')
+    return String(value);
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return 'an array';

@@ -90,7 +90,11 @@ class Guard {
     } finally {
       clearTimeout(timer);
       // Given up (time out, abort) before the subscription came: give it back when it comes.
-      if (!taken) pending.then((late) => late.release(), () => undefined);
+      if (!taken)
+        pending.then(
+          (late) => late.release(),
+          () => undefined,
+        );
     }
   }
 

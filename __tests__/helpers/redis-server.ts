@@ -36,20 +36,36 @@ export function freePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
 
 function launch(port: number, extraArgs: string[]): Promise<ChildProcess> {
   const args = [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--enable-debug-command', 'local', '--loglevel', 'warning', ...extraArgs,
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--enable-debug-command',
+    'local',
+    '--loglevel',
+    'warning',
+    ...extraArgs,
   ];
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   return new Promise((resolve, reject) => {
     let output = '';
-    const deadline = setTimeout(() => fail(new Error(`redis-server on ${port} did not start: ${output}`)), 10_000);
+    const deadline = setTimeout(
+      () => fail(new Error(`redis-server on ${port} did not start: ${output}`)),
+      10_000,
+    );
     const fail = (error: Error): void => {
       clearTimeout(deadline);
       child.kill('SIGKILL');
@@ -62,7 +78,13 @@ function launch(port: number, extraArgs: string[]): Promise<ChildProcess> {
     // Poll PING until the server answers; the log line is quiet at loglevel warning.
     const poll = async (): Promise<void> => {
       for (;;) {
-        const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        const probe = new Redis({
+          port,
+          host: '127.0.0.1',
+          lazyConnect: true,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => null,
+        });
         probe.on('error', () => undefined);
         try {
           await probe.connect();

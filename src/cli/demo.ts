@@ -18,7 +18,11 @@ function heading(title: string): void {
   console.log(`\n── ${title} ${'─'.repeat(Math.max(0, 70 - title.length))}`);
 }
 
-async function connect(): Promise<{ redis: RedisConnection & { duplicate(): RedisConnection }; where: string; done(): void }> {
+async function connect(): Promise<{
+  redis: RedisConnection & { duplicate(): RedisConnection };
+  where: string;
+  done(): void;
+}> {
   const url = process.env.REDIS_URL;
   if (url) {
     const redis = new Redis(url);
@@ -27,7 +31,11 @@ async function connect(): Promise<{ redis: RedisConnection & { duplicate(): Redi
   // Loaded only here: the embedded server is for the demo, not a dependency of the library.
   const { default: RedisMock } = await import('ioredis-mock');
   const redis = new RedisMock() as unknown as Redis;
-  return { redis, where: 'an embedded in-memory Redis (ioredis-mock); set REDIS_URL to use a real one', done: () => redis.disconnect() };
+  return {
+    redis,
+    where: 'an embedded in-memory Redis (ioredis-mock); set REDIS_URL to use a real one',
+    done: () => redis.disconnect(),
+  };
 }
 
 async function contention(client: LockClient): Promise<void> {
@@ -54,7 +62,10 @@ async function reentry(client: LockClient): Promise<void> {
   await client.getLock('stock:sku-7').withLock(async () => {
     say('checkout', `holds stock:sku-7, hold count ${await client.getLock('stock:sku-7').getHoldCount()}`);
     await reserveStock();
-    say('checkout', `back in the outer call, hold count ${await client.getLock('stock:sku-7').getHoldCount()}`);
+    say(
+      'checkout',
+      `back in the outer call, hold count ${await client.getLock('stock:sku-7').getHoldCount()}`,
+    );
   });
 }
 
@@ -65,7 +76,10 @@ async function watchdog(client: LockClient): Promise<void> {
   say('reporter', `holds report:nightly without a leaseTime; ttl ${await lock.remainTimeToLive()} ms`);
   for (let i = 0; i < 4; i += 1) {
     await sleep(client.watchdogTimeout / 2);
-    say('reporter', `still working, ttl ${await lock.remainTimeToLive()} ms (renewed every ${client.watchdogTimeout / 3} ms)`);
+    say(
+      'reporter',
+      `still working, ttl ${await lock.remainTimeToLive()} ms (renewed every ${client.watchdogTimeout / 3} ms)`,
+    );
   }
   await lock.unlock();
   say('reporter', 'done, released');
@@ -103,7 +117,10 @@ async function wakeUp(client: LockClient, waiterClient: LockClient): Promise<voi
   say('holder', 'releases job:emails (publishes 0 on the channel)');
   await holder.unlock();
   if (await waiting) {
-    say('waiter', `woken and holding job:emails ${Math.round(performance.now() - releasedAt)} ms after the release`);
+    say(
+      'waiter',
+      `woken and holding job:emails ${Math.round(performance.now() - releasedAt)} ms after the release`,
+    );
     await waiter.unlock();
   }
 }

@@ -1,12 +1,6 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { currentTask, nextOwnerNumber, ownerId, runInCurrentOrNewTask } from '../owner';
-import {
-  checkLeaseTime,
-  checkLockName,
-  checkOptionsObject,
-  checkSignal,
-  checkWaitTime,
-} from '../validate';
+import { checkLeaseTime, checkLockName, checkOptionsObject, checkSignal, checkWaitTime } from '../validate';
 import { acquireOrWait } from '../wait';
 import type { LockContext } from './context';
 import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';

@@ -21,11 +21,18 @@ export class ReentrantLock extends BaseLock {
   }
 
   protected release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
-    return releaseLock(this.context.redis, [this.keys.lock, this.keys.channel, latch], [owner, latchMs, UNLOCK_MESSAGE]);
+    return releaseLock(
+      this.context.redis,
+      [this.keys.lock, this.keys.channel, latch],
+      [owner, latchMs, UNLOCK_MESSAGE],
+    );
   }
 
   protected async forceRelease(): Promise<boolean> {
-    return (await forceReleaseLock(this.context.redis, [this.keys.lock, this.keys.channel], [UNLOCK_MESSAGE])) === 1;
+    return (
+      (await forceReleaseLock(this.context.redis, [this.keys.lock, this.keys.channel], [UNLOCK_MESSAGE])) ===
+      1
+    );
   }
 
   protected newLatch(): string {
