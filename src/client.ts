@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { ClientClosedError } from './errors';
+import { FairWaiters } from './fair-waiters';
 import { HoldBook, type LostLease } from './holds';
 import { clientChannel } from './keys';
 import type { LockContext } from './locks/context';
+import { FairLock } from './locks/fair-lock';
 import { ReentrantLock } from './locks/lock';
 import type { RLock } from './locks/types';
 import { runAsNewTask } from './owner';
@@ -15,8 +17,14 @@ import { Watchdog } from './watchdog';
 export interface LockClientOptions {
   /** Lease of locks taken without leaseTime, in ms; renewed every third of it. Default 30 000. */
   watchdogTimeout?: number;
-  /** Most locks renewed by one script call. Default 100. */
+  /** Most locks (or fair-lock places) renewed by one script call. Default 100. */
   watchdogBatchSize?: number;
+  /**
+   * How long a fair-lock waiter keeps its place without a refresh, in ms. Live waiters are
+   * refreshed every third of it, so this bounds only how long a dead waiter holds up the queue.
+   * Default 10 000.
+   */
+  fairLockWaitTimeout?: number;
   /** The first half of every owner id this client writes. Default: a random UUID. */
   clientId?: string;
   /**
@@ -43,6 +51,7 @@ type CommandConnection = RedisConnection & { duplicate?: () => RedisConnection }
 
 const DEFAULT_WATCHDOG_TIMEOUT = 30_000;
 const DEFAULT_WATCHDOG_BATCH = 100;
+const DEFAULT_FAIR_WAIT_TIMEOUT = 10_000;
 
 /**
  * Makes locks on one Redis connection. The connection stays the caller's (close() leaves it open);
@@ -52,6 +61,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /** The client id in every owner id this client writes (Redisson's connection-manager id). */
   readonly id: string;
   readonly watchdogTimeout: number;
+  readonly fairLockWaitTimeout: number;
+  private readonly fairWaiters = new FairWaiters();
   private readonly redis: CommandConnection;
   private readonly book: HoldBook;
   private readonly watchdog: Watchdog;
@@ -78,6 +89,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       options.watchdogTimeout === undefined
         ? DEFAULT_WATCHDOG_TIMEOUT
         : checkTime('watchdogTimeout', options.watchdogTimeout, { min: 100, allowMinusOne: false });
+    this.fairLockWaitTimeout =
+      options.fairLockWaitTimeout === undefined
+        ? DEFAULT_FAIR_WAIT_TIMEOUT
+        : checkTime('fairLockWaitTimeout', options.fairLockWaitTimeout, { min: 100, allowMinusOne: false });
     const batchSize =
       options.watchdogBatchSize === undefined
         ? DEFAULT_WATCHDOG_BATCH
@@ -96,12 +111,18 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       );
     }
     this.book = new HoldBook((lost: LostLease) => this.emit('lockLost', lost));
-    this.watchdog = new Watchdog(redis, this.book, { timeout: this.watchdogTimeout, batchSize });
+    this.watchdog = new Watchdog(redis, this.book, this.fairWaiters, {
+      timeout: this.watchdogTimeout,
+      waiterTimeout: this.fairLockWaitTimeout,
+      batchSize,
+    });
     this.context = {
       redis,
       clientId: this.id,
       watchdogTimeout: this.watchdogTimeout,
       book: this.book,
+      fairLockWaitTimeout: this.fairLockWaitTimeout,
+      fairWaiters: this.fairWaiters,
       watchdog: this.watchdog,
       closing: this.closer.signal,
       subscriber: () => this.subscriber(),
@@ -113,6 +134,15 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   getLock(name: string): RLock {
     this.throwIfClosed();
     return new ReentrantLock(this.context, name);
+  }
+
+  /**
+   * A reentrant lock whose waiters acquire in the order they reached Redis, across processes
+   * (Redisson getFairLock). Same API, ownership and re-entry rules as getLock.
+   */
+  getFairLock(name: string): RLock {
+    this.throwIfClosed();
+    return new FairLock(this.context, name);
   }
 
   /**
@@ -137,6 +167,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.closer.abort(new ClientClosedError());
     this.watchdog.stop();
     for (const entry of this.book.all()) this.book.lose(entry, 'the LockClient was closed', false);
+    this.fairWaiters.close();
     await this.subscriberInstance?.close();
   }
 
@@ -150,7 +181,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       const owned = !this.subscriberOption;
       const connection =
         this.subscriberOption ?? (this.redis.duplicate as () => RedisConnection).call(this.redis);
-      this.subscriberInstance = new Subscriber(connection, clientChannel(this.id), owned);
+      this.subscriberInstance = new Subscriber(connection, clientChannel(this.id), owned, {
+        onHomeMessage: (message) => this.fairWaiters.onClientMessage(message),
+        onResubscribed: () => this.fairWaiters.recheckAll(),
+      });
     }
     return this.subscriberInstance;
   }

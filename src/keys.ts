@@ -32,7 +32,34 @@ export function lockKeys(name: string): LockKeys {
   };
 }
 
-/** A channel of one client's own: it keeps the subscriber connection in subscribed mode. */
+export interface FairLockKeys extends LockKeys {
+  /** List of waiting owner ids in arrival order. */
+  readonly queue: string;
+  /** Zset owner id -> server time (ms) when its place expires unless refreshed. */
+  readonly deadlines: string;
+  /** The owner a release handed the lock to, until it confirms. */
+  readonly marker: string;
+}
+
+/**
+ * The fair lock shares the lock hash with Redisson (so both exclude each other) but keeps its
+ * queue under keys of its own: its protocol differs from RFairLock's (server-time deadlines kept
+ * alive by their clients, direct hand-off), and a Redisson client must not misread them.
+ */
+export function fairLockKeys(name: string): FairLockKeys {
+  return {
+    ...lockKeys(name),
+    queue: prefixName('rlock_fair_queue', name),
+    deadlines: prefixName('rlock_fair_deadlines', name),
+    marker: prefixName('rlock_fair_handoff', name),
+  };
+}
+
+/**
+ * A channel of one client's own. It keeps the subscriber connection in subscribed mode, and the
+ * fair lock sends its hand-offs there: no subscription per wait, and only the next owner's client
+ * hears of a release.
+ */
 export function clientChannel(clientId: string): string {
   return `rlock_client__channel:{${clientId}}`;
 }

@@ -50,6 +50,13 @@ export interface Subscription {
   release(): void;
 }
 
+export interface SubscriberHooks {
+  /** A message on the client's own channel. */
+  onHomeMessage(message: string): void;
+  /** The connection came back and every subscription is confirmed again. */
+  onResubscribed(): void;
+}
+
 export class Subscriber {
   private readonly channels = new Map<string, ChannelState>();
   private readonly started: Promise<unknown>;
@@ -59,15 +66,20 @@ export class Subscriber {
 
   /**
    * @param connection  a connection used only for pub/sub
-   * @param homeChannel a channel kept subscribed for the client's lifetime, so the connection
-   *                    never drops out of subscriber mode between two locks' subscriptions
+   * @param homeChannel the client's own channel, kept subscribed for the client's lifetime: the
+   *                    connection never drops out of subscriber mode between two locks'
+   *                    subscriptions, and messages meant for this client alone arrive there
    */
   constructor(
     private readonly connection: RedisConnection,
     private readonly homeChannel: string,
     private readonly ownsConnection: boolean,
+    private readonly hooks: SubscriberHooks,
   ) {
-    connection.on('message', (channel, message) => this.onMessage(channel, message));
+    connection.on('message', (channel, message) => {
+      if (channel === homeChannel) hooks.onHomeMessage(message);
+      else this.onMessage(channel, message);
+    });
     connection.on('close', () => {
       this.dropped = true;
     });
@@ -75,6 +87,13 @@ export class Subscriber {
     this.started = connection.subscribe(homeChannel);
     // A failure here reaches every waiter through `started`; do not crash the process meanwhile.
     this.started.catch(() => undefined);
+  }
+
+  /** Resolves once the home channel is subscribed: from then on its messages cannot be missed. */
+  async ready(): Promise<void> {
+    this.throwIfClosed();
+    await this.started;
+    this.throwIfClosed();
   }
 
   async subscribe(channel: string): Promise<Subscription> {
@@ -216,6 +235,7 @@ export class Subscriber {
       .catch(() => undefined)
       .then(() => {
         for (const state of this.channels.values()) this.wakeAll(state);
+        this.hooks.onResubscribed();
       });
   }
 

@@ -22,6 +22,13 @@ export type Script<Keys extends string[], Args extends ScriptArg[], Result> = (
   args: Args,
 ) => Promise<Result>;
 
+/** A script's text with every `--@include <file>` line replaced by that file (shared helpers). */
+function readLua(file: string): string {
+  return readFileSync(resolve(LUA_DIR, file), 'utf8').replace(/^--@include (\S+)$/gm, (_, included: string) =>
+    readLua(included),
+  );
+}
+
 function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
   file: string,
 ): Script<Keys, Args, Result> {
@@ -30,7 +37,7 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
   // Read lazily: importing the package must not touch the disk.
   const load = (): string => {
     if (commandName === undefined) {
-      lua = readFileSync(resolve(LUA_DIR, file), 'utf8');
+      lua = readLua(file);
       const digest = createHash('sha1').update(lua).digest('hex').slice(0, 12);
       commandName = `rlock_${file.replace(/\W/g, '_')}_${digest}`;
     }
@@ -71,3 +78,34 @@ export const forceReleaseLock = defineScript<[lock: string, channel: string], [m
 
 /** Returns, for each lock, 1 when renewed and 0 when its owner no longer holds it. */
 export const renewLocks = defineScript<string[], ScriptArg[], number[]>('lock/renew.lua');
+
+/** The fair lock's keys, in the order every fair script takes them. */
+type FairKeys = [lock: string, queue: string, deadlines: string, marker: string];
+
+/** Returns null when acquired, re-entered or handed the lock, else the holder's ttl (ms, -1 = no expiry). */
+export const acquireFairLock = defineScript<
+  [...FairKeys, holdLatch: string],
+  [leaseMs: number, ownerId: string, waiterTimeoutMs: number, mode: 'try' | 'first' | 'queued'],
+  number | null
+>('fair/acquire.lua');
+
+/** Returns 1 when the owner's last hold is gone (and the lock handed on), 0 when it still holds, null when it held nothing. */
+export const releaseFairLock = defineScript<
+  [...FairKeys, holdLatch: string],
+  [ownerId: string, latchMs: number, waiterTimeoutMs: number],
+  0 | 1 | null
+>('fair/release.lua');
+
+/** Leaves the queue; returns 1 when a hand-off that came too late was passed on. */
+export const leaveFairQueue = defineScript<FairKeys, [ownerId: string, waiterTimeoutMs: number], 0 | 1>(
+  'fair/leave.lua',
+);
+
+/** Takes over a hand-off with the owner's own lease; 1 when held, 0 when the hand-off was lost. */
+export const confirmFairHandoff = defineScript<FairKeys, [ownerId: string, leaseMs: number], 0 | 1>('fair/confirm.lua');
+
+/** Returns 1 when a lock existed and is gone now (handed to the next waiter), 0 when there was none. */
+export const forceReleaseFairLock = defineScript<FairKeys, [waiterTimeoutMs: number], 0 | 1>('fair/force-release.lua');
+
+/** Returns, for each waiter, 1 when its place was kept and 0 when it is gone. */
+export const refreshFairPlaces = defineScript<string[], ScriptArg[], number[]>('fair/refresh.lua');

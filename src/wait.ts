@@ -1,52 +1,84 @@
-import type { Subscriber, Subscription } from './pubsub';
-
 /**
  * The one acquire loop every lock kind shares:
- *   attempt -> subscribe -> attempt again -> sleep(min(holder ttl, time left)) -> attempt ...
+ *   attempt -> open a wake source -> attempt again -> sleep(min(holder ttl, time left)) -> attempt ...
  *
- * The second attempt, made once the subscription is confirmed, catches a release that happened
- * between the first attempt and the SUBSCRIBE. Sleeping never outlasts the holder's ttl, so a
- * holder that dies without releasing costs a waiter no more than its remaining lease.
+ * The wake source is where "try again now" comes from: the lock's release channel for the
+ * reentrant lock, the client's own channel for the fair lock (whose releases hand the lock straight
+ * to the next waiter). Opened after the first failed attempt, it is followed by a second attempt
+ * that catches a release in between; a kind that must be listening before it joins a queue opens
+ * it first. Sleeping never outlasts the holder's ttl, so a holder that dies without releasing costs
+ * a waiter no more than its remaining lease.
  */
+
+/** 'try': one attempt, never queue; 'first': the first attempt of a wait; 'queued': a later one. */
+export type AttemptKind = 'try' | 'first' | 'queued';
+
+export type WakeReason = 'message' | 'recheck' | 'timeout' | 'granted';
+
+export interface WakeSource {
+  /** Sleeps until a wake-up or `ms` passes; 'granted' means a release handed this waiter the lock. */
+  sleep(ms: number, signal?: AbortSignal): Promise<WakeReason>;
+  release(): void;
+}
+
 export interface AcquirePlan {
   /** One attempt: null when acquired, else the holder's remaining ttl in ms (-1: no expiry). */
-  attempt(): Promise<number | null>;
+  attempt(kind: AttemptKind): Promise<number | null>;
   /** Gives back a grant that arrived after the caller stopped waiting (abort, close). */
   undoGrant(): Promise<unknown>;
-  /** The channel on which the holder's release is announced. */
-  channel: string;
+  openWakeSource(): Promise<WakeSource>;
+  /** Open the wake source before the first attempt (a queued waiter must never miss its turn). */
+  wakeSourceFirst: boolean;
+  /** Called when a wait that may have queued ends without the lock (leave the queue). */
+  giveUp?(): Promise<unknown>;
   /** -1 waits forever, 0 makes one attempt. */
   waitTime: number;
   /** Aborts the wait: the caller's signal combined with the client's close. */
   signal?: AbortSignal;
-  subscriber(): Subscriber;
   /** Longest single sleep when no ttl bounds it (holder without expiry, waiting forever). */
   maxSleep: number;
 }
 
-export async function acquireOrWait(plan: AcquirePlan): Promise<boolean> {
-  const { signal } = plan;
+/** How a wait ended: by an attempt of its own, by a hand-off from a release, or not at all. */
+export type AcquireOutcome = 'attempt' | 'handoff' | false;
+
+export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> {
   const deadline = plan.waitTime < 0 ? Infinity : performance.now() + plan.waitTime;
   const timeLeft = (): number => deadline - performance.now();
   const guard = new Guard(plan);
 
-  if ((await guard.attempt()) === null) return true;
-  if (plan.waitTime === 0) return false;
+  if (plan.waitTime === 0) return (await guard.attempt('try')) === null ? 'attempt' : false;
 
-  const subscription = await guard.subscribe(timeLeft());
-  if (!subscription) return false;
+  let source: WakeSource | undefined;
+  let outcome: AcquireOutcome = false;
   try {
-    for (;;) {
-      const ttl = await guard.attempt();
-      if (ttl === null) return true;
+    if (plan.wakeSourceFirst) {
+      source = await guard.open(timeLeft());
+      if (!source) return false;
+    }
+    let ttl = await guard.attempt('first');
+    if (!source && ttl !== null) {
+      source = await guard.open(timeLeft());
+      if (!source) return false;
+      ttl = await guard.attempt('queued');
+    }
+    while (ttl !== null) {
       const left = timeLeft();
       if (left <= 0) return false;
       const bound = ttl >= 0 ? Math.min(ttl, left) : left;
-      await subscription.sleep(Math.max(1, Math.min(bound, plan.maxSleep)), signal);
+      const wake = await (source as WakeSource).sleep(Math.max(1, Math.min(bound, plan.maxSleep)), plan.signal);
       guard.check();
+      if (wake === 'granted') return (outcome = 'handoff');
+      ttl = await guard.attempt('queued');
     }
+    return (outcome = 'attempt');
   } finally {
-    subscription.release();
+    source?.release();
+    if (!outcome && plan.giveUp) {
+      const leaving = plan.giveUp().catch(() => undefined);
+      // A wait that timed out leaves the queue before tryLock answers; an aborted one answers at once.
+      if (!plan.signal?.aborted) await leaving;
+    }
   }
 }
 
@@ -61,9 +93,9 @@ class Guard {
     this.plan.signal?.throwIfAborted();
   }
 
-  async attempt(): Promise<number | null> {
+  async attempt(kind: AttemptKind): Promise<number | null> {
     this.check();
-    const pending = this.plan.attempt();
+    const pending = this.plan.attempt(kind);
     const ttl = await this.race(pending, (late) => {
       if (late === null) void this.plan.undoGrant().catch(() => undefined);
     });
@@ -74,10 +106,10 @@ class Guard {
     return ttl;
   }
 
-  /** Resolves undefined when the time left runs out before the subscription is confirmed. */
-  async subscribe(timeLeft: number): Promise<Subscription | undefined> {
+  /** Resolves undefined when the time left runs out before the wake source is ready. */
+  async open(timeLeft: number): Promise<WakeSource | undefined> {
     this.check();
-    const pending = this.plan.subscriber().subscribe(this.plan.channel);
+    const pending = this.plan.openWakeSource();
     let taken = false;
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<undefined>((resolve) => {
@@ -89,12 +121,8 @@ class Guard {
       return result;
     } finally {
       clearTimeout(timer);
-      // Given up (time out, abort) before the subscription came: give it back when it comes.
-      if (!taken)
-        pending.then(
-          (late) => late.release(),
-          () => undefined,
-        );
+      // Given up (time out, abort) before the source was ready: give it back when it is.
+      if (!taken) pending.then((late) => late.release(), () => undefined);
     }
   }
 

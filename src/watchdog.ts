@@ -1,16 +1,23 @@
+import type { FairWaiter, FairWaiters } from './fair-waiters';
 import type { HoldBook, HeldLock } from './holds';
 import type { RedisConnection } from './redis';
-import { renewLocks } from './scripts';
+import { refreshFairPlaces, renewLocks } from './scripts';
 
 /**
- * One timer per client renews every lock this client holds through the watchdog, in batched script
- * calls (at most `batchSize` locks each), every third of the lease. Through transient errors it
- * keeps trying, more often, until the lease could have expired; then, or as soon as Redis refuses
- * a renewal (the hold is gone), the loss is reported instead of passing in silence.
+ * One timer per client keeps alive what the client has in Redis: the leases of locks it holds
+ * through the watchdog, and the places of its waiters in fair-lock queues. Both are renewed in
+ * batched script calls (at most `batchSize` locks or places each).
+ *
+ * A lease is renewed every third of `timeout`, a place every third of `waiterTimeout`. Through
+ * transient errors the timer keeps trying, more often, until a lease could have expired; then, or
+ * as soon as Redis refuses a renewal (the hold is gone), the loss is reported instead of passing in
+ * silence.
  */
 export interface WatchdogOptions {
   /** The lease given to watchdog locks, in ms. */
   timeout: number;
+  /** How long a fair-lock waiter's place lives without a refresh, in ms. */
+  waiterTimeout: number;
   batchSize: number;
 }
 
@@ -20,17 +27,21 @@ const RETRY_MS = 1_000;
 export class Watchdog {
   private timer?: NodeJS.Timeout;
   private stopped = false;
+  private readonly period: number;
 
   constructor(
     private readonly redis: RedisConnection,
     private readonly book: HoldBook,
+    private readonly waiters: FairWaiters,
     private readonly options: WatchdogOptions,
-  ) {}
+  ) {
+    this.period = Math.min(options.timeout, options.waiterTimeout) / 3;
+  }
 
-  /** Called whenever a watchdog hold is taken; starts the timer if it is not running. */
+  /** Called whenever a watchdog hold is taken or a waiter queues; starts the timer if idle. */
   start(): void {
     if (this.timer || this.stopped) return;
-    this.schedule(this.options.timeout / 3);
+    this.schedule(this.period);
   }
 
   stop(): void {
@@ -50,27 +61,33 @@ export class Watchdog {
     for (const entry of this.book.watchdogHeld()) {
       if (entry.leaseEnd <= now) {
         this.book.lose(entry, 'its lease could not be renewed before it expired');
-      } else if (!entry.renewing) {
+      } else if (!entry.renewing && this.isDue(entry, now)) {
         due.push(entry);
       }
     }
-    if (this.book.watchdogHeld().length === 0) {
+    const places = this.waiters.places();
+    if (this.book.watchdogHeld().length === 0 && places.length === 0) {
       this.timer = undefined;
       return;
     }
-    const batches: HeldLock[][] = [];
-    for (let i = 0; i < due.length; i += this.options.batchSize) {
-      batches.push(due.slice(i, i + this.options.batchSize));
-    }
     // Schedule the next tick now: a renewal stuck behind a dead connection must not stop the
     // timer from noticing that leases run out.
-    const results = Promise.all(batches.map((batch) => this.renew(batch)));
-    this.schedule(this.options.timeout / 3);
+    const results = Promise.all([
+      ...batches(due, this.options.batchSize).map((batch) => this.renew(batch)),
+      ...batches(places, this.options.batchSize).map((batch) => this.refresh(batch)),
+    ]);
+    this.schedule(this.period);
     const allRenewed = (await results).every(Boolean);
     if (!allRenewed && !this.stopped) {
       clearTimeout(this.timer);
-      this.schedule(Math.min(RETRY_MS, this.options.timeout / 3));
+      this.schedule(Math.min(RETRY_MS, this.period));
     }
+  }
+
+  /** A lease is due once a third of it has passed since the last renewal (give or take a tick). */
+  private isDue(entry: HeldLock, now: number): boolean {
+    const remaining = entry.leaseEnd - now;
+    return remaining <= (this.options.timeout * 2) / 3 + this.period / 2;
   }
 
   /** Resolves false when the batch could not be sent or answered (a transient failure). */
@@ -98,4 +115,27 @@ export class Watchdog {
       for (const entry of batch) entry.renewing = false;
     }
   }
+
+  /** Keeps queued waiters' places; a waiter whose place is gone tries again at once. */
+  private async refresh(batch: FairWaiter[]): Promise<boolean> {
+    try {
+      const kept = await refreshFairPlaces(
+        this.redis,
+        batch.flatMap(({ keys }) => [keys.lock, keys.queue, keys.deadlines, keys.marker]),
+        [this.options.waiterTimeout, ...batch.map((waiter) => waiter.ownerId)],
+      );
+      batch.forEach((waiter, i) => {
+        if (kept[i] !== 1) this.waiters.recheck(waiter);
+      });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+function batches<T>(items: T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
+  return result;
 }

@@ -3,19 +3,36 @@ import { resolve } from 'node:path';
 
 const WORKER = resolve(__dirname, '..', 'workers', 'lock-worker.ts');
 
-/** Starts a lock worker process (TypeScript run through tsx) and resolves with its first message. */
-export function startWorker(
-  args: string[],
-  env: Record<string, string> = {},
-): { child: ChildProcess; firstMessage: Promise<string> } {
+export interface Worker {
+  child: ChildProcess;
+  /** The worker's first message ('locked', 'started', 'done', or 'error: ...'). */
+  firstMessage: Promise<string>;
+  /** Its messages after the first, one per call. */
+  nextMessage(): Promise<string>;
+}
+
+/** Starts a lock worker process (TypeScript run through tsx); see workers/lock-worker.ts. */
+export function startWorker(args: string[], env: Record<string, string> = {}): Worker {
   const child = fork(WORKER, args, {
     execArgv: ['--import', 'tsx'],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const firstMessage = new Promise<string>((resolvePromise, reject) => {
-    child.once('message', (message) => resolvePromise(String(message)));
+  const queued: string[] = [];
+  const takers: Array<(message: string) => void> = [];
+  const exited = new Promise<never>((_, reject) => {
     child.once('exit', (code) => reject(new Error(`worker exited with ${code} before reporting`)));
   });
-  return { child, firstMessage };
+  exited.catch(() => undefined);
+  child.on('message', (message) => {
+    const taker = takers.shift();
+    if (taker) taker(String(message));
+    else queued.push(String(message));
+  });
+  const nextMessage = (): Promise<string> => {
+    const message = queued.shift();
+    if (message !== undefined) return Promise.resolve(message);
+    return Promise.race([new Promise<string>((resolveMessage) => takers.push(resolveMessage)), exited]);
+  };
+  return { child, firstMessage: nextMessage(), nextMessage };
 }

@@ -1,7 +1,7 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { currentTask, nextOwnerNumber, ownerId, runInCurrentOrNewTask } from '../owner';
 import { checkLeaseTime, checkLockName, checkOptionsObject, checkSignal, checkWaitTime } from '../validate';
-import { acquireOrWait } from '../wait';
+import { acquireOrWait, type AttemptKind, type WakeSource } from '../wait';
 import type { LockContext } from './context';
 import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
@@ -23,11 +23,18 @@ export abstract class BaseLock implements RLock {
   }
 
   /** One attempt: null when acquired or re-entered, else the holder's remaining ttl in ms. */
-  protected abstract attempt(owner: string, leaseMs: number, latch: string): Promise<number | null>;
-  /** 1 when the lock is free now, 0 when the owner still holds it, null when it held nothing. */
+  protected abstract attempt(owner: string, leaseMs: number, latch: string, kind: AttemptKind): Promise<number | null>;
+  /** 1 when the owner's last hold is gone, 0 when it still holds, null when it held nothing. */
   protected abstract release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null>;
   protected abstract forceRelease(): Promise<boolean>;
-  protected abstract readonly channel: string;
+  /** Where this owner's wake-ups come from while it waits. */
+  protected abstract openWakeSource(owner: string): Promise<WakeSource>;
+  /** Whether the wake source must be open before the first attempt. */
+  protected abstract readonly wakeSourceFirst: boolean;
+  /** Leaves whatever a wait left behind (a queue place); nothing for a plain lock. */
+  protected giveUp?(owner: string): Promise<unknown>;
+  /** Takes over a lock a release handed to this owner, with its own lease; false when lost. */
+  protected confirmHandoff?(owner: string, leaseMs: number): Promise<boolean>;
   /** The lock hash, whose field per owner holds the hold count. */
   protected abstract readonly hashKey: string;
   protected abstract newLatch(): string;
@@ -131,26 +138,41 @@ export abstract class BaseLock implements RLock {
     const { context } = this;
     const owner = this.currentOwner();
     const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
+    const waitSignal = signal ? AbortSignal.any([signal, context.closing]) : context.closing;
     let latch = '';
     let sentAt = 0;
-    const acquired = await acquireOrWait({
-      attempt: () => {
+    const outcome = await acquireOrWait({
+      attempt: (kind) => {
         latch = this.newLatch();
         sentAt = performance.now();
-        return this.attempt(owner, leaseMs, latch);
+        return this.attempt(owner, leaseMs, latch, kind);
       },
       undoGrant: () => this.release(owner, latch, leaseMs),
-      channel: this.channel,
+      openWakeSource: () => this.openWakeSource(owner),
+      wakeSourceFirst: this.wakeSourceFirst,
+      giveUp: this.giveUp && (() => (this.giveUp as (owner: string) => Promise<unknown>)(owner)),
       waitTime,
-      signal: signal ? AbortSignal.any([signal, context.closing]) : context.closing,
-      subscriber: () => context.subscriber(),
+      signal: waitSignal,
       maxSleep: context.watchdogTimeout,
     });
-    if (acquired) {
-      context.book.add(this.name, owner, { latch, leaseTime }, sentAt + leaseMs);
-      if (leaseTime < 0) context.watchdog.start();
+    if (!outcome) return false;
+    if (outcome === 'handoff') {
+      // The release that handed the lock over granted it provisionally; a fresh latch serves its
+      // release. The lock is the caller's now: confirming it runs in the background, ahead of any
+      // later command on the connection, and a failed confirmation is a lost lock.
+      latch = this.newLatch();
+      sentAt = performance.now();
+      void this.confirm(owner, leaseMs);
     }
-    return acquired;
+    context.book.add(this.name, owner, { latch, leaseTime }, sentAt + leaseMs);
+    if (leaseTime < 0) context.watchdog.start();
+    return true;
+  }
+
+  private async confirm(owner: string, leaseMs: number): Promise<void> {
+    const confirmed = await this.confirmHandoff?.(owner, leaseMs).catch(() => true);
+    const entry = this.context.book.get(this.name, owner);
+    if (confirmed === false && entry) this.context.book.lose(entry, 'the hand-off from the previous holder was lost');
   }
 
   protected currentOwner(): string {

@@ -1,3 +1,4 @@
+import type { FairWaiters } from '../fair-waiters';
 import type { HoldBook } from '../holds';
 import type { Subscriber } from '../pubsub';
 import type { RedisConnection } from '../redis';
@@ -10,6 +11,9 @@ export interface LockContext {
   /** Lease of watchdog locks, in ms. */
   readonly watchdogTimeout: number;
   readonly book: HoldBook;
+  /** How long a fair-lock waiter's place lives without a refresh, in ms. */
+  readonly fairLockWaitTimeout: number;
+  readonly fairWaiters: FairWaiters;
   readonly watchdog: Watchdog;
   /** Aborts, with a ClientClosedError, when the client closes. */
   readonly closing: AbortSignal;

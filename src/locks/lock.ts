@@ -1,18 +1,18 @@
 import { lockKeys, UNLOCK_MESSAGE, type LockKeys } from '../keys';
 import { acquireLock, forceReleaseLock, releaseLock } from '../scripts';
+import type { WakeSource } from '../wait';
 import { BaseLock } from './base-lock';
 import type { LockContext } from './context';
 
 /** The reentrant, non-fair lock: Redisson's RLock protocol and key layout. */
 export class ReentrantLock extends BaseLock {
   private readonly keys: LockKeys;
-  protected readonly channel: string;
   protected readonly hashKey: string;
+  protected readonly wakeSourceFirst = false;
 
   constructor(context: LockContext, name: unknown) {
     super(context, name);
     this.keys = lockKeys(this.name);
-    this.channel = this.keys.channel;
     this.hashKey = this.keys.lock;
   }
 
@@ -33,6 +33,11 @@ export class ReentrantLock extends BaseLock {
       (await forceReleaseLock(this.context.redis, [this.keys.lock, this.keys.channel], [UNLOCK_MESSAGE])) ===
       1
     );
+  }
+
+  /** Waiters listen on the lock's release channel (Redisson's), shared per client. */
+  protected openWakeSource(): Promise<WakeSource> {
+    return this.context.subscriber().subscribe(this.keys.channel);
   }
 
   protected newLatch(): string {

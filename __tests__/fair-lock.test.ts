@@ -1,0 +1,272 @@
+import type Redis from 'ioredis';
+import type { LockClient, LockLostEvent, RLock } from '../src';
+import { fifoViolations } from './helpers/fifo';
+import { useRedis } from './helpers/setup';
+import { commandCalls, eventually, sleep } from './helpers/wait';
+
+const queueKey = (name: string): string => `rlock_fair_queue:{${name}}`;
+const deadlinesKey = (name: string): string => `rlock_fair_deadlines:{${name}}`;
+
+/** Starts `lock()` in a new task and resolves once the task is queued in Redis. */
+async function queueUp(
+  admin: Redis,
+  client: LockClient,
+  name: string,
+  onAcquired: (lock: RLock) => Promise<void>,
+): Promise<{ done: Promise<void> }> {
+  const before = await admin.llen(queueKey(name));
+  const done = client.runInTask(async () => {
+    const lock = client.getFairLock(name);
+    await lock.lock();
+    await onAcquired(lock);
+  });
+  done.catch(() => undefined);
+  await eventually(`a waiter queued on ${name}`, async () => (await admin.llen(queueKey(name))) > before);
+  return { done };
+}
+
+describe('fair lock', () => {
+  const redis = useRedis();
+
+  test('has the reentrant lock API and ownership', async () => {
+    const client = redis.client();
+    const lock = client.getFairLock('fair-basic');
+    await lock.lock();
+    await lock.lock();
+    expect(await lock.getHoldCount()).toBe(2);
+    expect(await client.getFairLock('fair-basic').isHeldByCurrentTask()).toBe(false);
+    expect(await lock.isLocked()).toBe(true);
+    await lock.unlock();
+    await lock.unlock();
+    expect(await lock.isLocked()).toBe(false);
+    await expect(lock.unlock()).rejects.toMatchObject({ code: 'ERR_LOCK_NOT_HELD' });
+  });
+
+  test('waiters in one process acquire in the order they queued', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    const holder = client.getFairLock('fair-order');
+    await holder.lock();
+    const order: number[] = [];
+    const waits = [];
+    for (let i = 0; i < 8; i += 1) {
+      const { done } = await queueUp(admin, client, 'fair-order', async (lock) => {
+        order.push(i);
+        await lock.unlock();
+      });
+      waits.push(done);
+    }
+    await holder.unlock();
+    await Promise.all(waits);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(await admin.exists(queueKey('fair-order'), deadlinesKey('fair-order'))).toBe(0);
+  });
+
+  test('tryLock() never queues', async () => {
+    const client = redis.client();
+    await client.getFairLock('fair-try').lock();
+    expect(await client.getFairLock('fair-try').tryLock()).toBe(false);
+    expect(await client.getFairLock('fair-try').tryLock(0, 1_000)).toBe(false);
+    expect(await redis.admin().llen(queueKey('fair-try'))).toBe(0);
+  });
+
+  test('a release hands the lock to the next waiter: no acquire attempt after the release', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    const holder = client.getFairLock('fair-handoff');
+    await holder.lock();
+    let heldAt = 0;
+    await queueUp(admin, client, 'fair-handoff', async (lock) => {
+      heldAt = performance.now();
+      await lock.unlock();
+    });
+    await sleep(50);
+    await admin.config('RESETSTAT');
+    const releasedAt = performance.now();
+    await holder.unlock();
+    await eventually('hand-off', () => heldAt > 0);
+    expect(heldAt - releasedAt).toBeLessThan(200);
+    await sleep(50);
+    // The release, the confirmation (in the background) and the waiter's own unlock.
+    expect((await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'))).toBe(3);
+  });
+
+  test('a waiter that times out leaves no place behind', async () => {
+    const client = redis.client();
+    await client.getFairLock('fair-timeout').lock();
+    expect(await client.getFairLock('fair-timeout').tryLock(200)).toBe(false);
+    expect(await redis.admin().exists(queueKey('fair-timeout'), deadlinesKey('fair-timeout'))).toBe(0);
+  });
+
+  test('an aborted waiter leaves no place, and the turn passes to the one behind it', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    const holder = client.getFairLock('fair-abort');
+    await holder.lock();
+    const controller = new AbortController();
+    const first = client.runInTask(() => client.getFairLock('fair-abort').lock({ signal: controller.signal }));
+    first.catch(() => undefined);
+    await eventually('first queued', async () => (await admin.llen(queueKey('fair-abort'))) === 1);
+    let secondGot = false;
+    await queueUp(admin, client, 'fair-abort', async (lock) => {
+      secondGot = true;
+      await lock.unlock();
+    });
+    controller.abort(new Error('gave up'));
+    await expect(first).rejects.toThrow('gave up');
+    await eventually('first left the queue', async () => (await admin.llen(queueKey('fair-abort'))) === 1);
+    await holder.unlock();
+    await eventually('second holds', () => secondGot);
+  });
+
+  test('a waiter kept waiting for 4x fairLockWaitTimeout keeps its place', async () => {
+    const client = redis.client({ fairLockWaitTimeout: 400 });
+    const admin = redis.admin();
+    const holder = client.getFairLock('fair-patient');
+    await holder.lock();
+    const order: string[] = [];
+    const { done: a } = await queueUp(admin, client, 'fair-patient', async (lock) => {
+      order.push('a');
+      await lock.unlock();
+    });
+    const { done: b } = await queueUp(admin, client, 'fair-patient', async (lock) => {
+      order.push('b');
+      await lock.unlock();
+    });
+    await sleep(1_600);
+    expect(await admin.llen(queueKey('fair-patient'))).toBe(2);
+    await holder.unlock();
+    await Promise.all([a, b]);
+    expect(order).toEqual(['a', 'b']);
+  });
+
+  test('a holder whose lease ends without a release does not stall the queue', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    await client.getFairLock('fair-expire').lock(500);
+    const started = performance.now();
+    let gotAt = 0;
+    await queueUp(admin, client, 'fair-expire', async (lock) => {
+      gotAt = performance.now();
+      await lock.unlock();
+    });
+    await eventually('waiter holds', () => gotAt > 0, 3_000);
+    expect(gotAt - started).toBeLessThan(1_000);
+  });
+
+  test('a forced delete hands the lock to the next waiter', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    await client.getFairLock('fair-force').lock();
+    let got = false;
+    await queueUp(admin, client, 'fair-force', async (lock) => {
+      got = true;
+      await lock.unlock();
+    });
+    expect(await client.getFairLock('fair-force').forceUnlock()).toBe(true);
+    await eventually('waiter holds', () => got, 1_000);
+  });
+
+  test('a hand-off whose message was lost is found by the waiter after the reconnect', async () => {
+    const holderClient = redis.client({ watchdogTimeout: 20_000 });
+    const waiterClient = redis.client();
+    const admin = redis.admin();
+    const holder = holderClient.getFairLock('fair-lost-message');
+    await holder.lock();
+    let gotAt = 0;
+    await queueUp(admin, waiterClient, 'fair-lost-message', async (lock) => {
+      gotAt = performance.now();
+      await lock.unlock();
+    });
+    await admin.client('KILL', 'TYPE', 'pubsub');
+    const releasedAt = performance.now();
+    await holder.unlock();
+    await eventually('waiter holds', () => gotAt > 0, 5_000);
+    expect(gotAt - releasedAt).toBeLessThan(2_000);
+  });
+
+  test('watchdog and lockLost work as for getLock', async () => {
+    const client = redis.client({ watchdogTimeout: 600 });
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    const lock = client.getFairLock('fair-watchdog');
+    await lock.lock();
+    await sleep(1_500);
+    expect(await lock.isHeldByCurrentTask()).toBe(true);
+    await redis.admin().del('fair-watchdog');
+    await eventually('lockLost', () => lost.length === 1, 2_000);
+  });
+
+  // RedissonFairLockTest, translated.
+  test('lease-timeout ordering: waiters with leases still acquire in arrival order', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    await client.getFairLock('fair-lease-order').lock(300);
+    const order: number[] = [];
+    const waits = [];
+    for (let i = 0; i < 5; i += 1) {
+      const before = await admin.llen(queueKey('fair-lease-order'));
+      waits.push(
+        client.runInTask(async () => {
+          const lock = client.getFairLock('fair-lease-order');
+          if (await lock.tryLock(5_000, 100)) order.push(i);
+        }),
+      );
+      await eventually('queued', async () => (await admin.llen(queueKey('fair-lease-order'))) > before);
+    }
+    await Promise.all(waits);
+    // Nobody unlocks: each lease of 100 ms runs out and the next waiter in line takes over.
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  test('500 tasks on one lock keep a counter exact and are served in arrival order', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    const holder = client.getFairLock('fair-500');
+    await holder.lock();
+    let counter = 0;
+    const grants: string[] = [];
+    const tasks = Array.from({ length: 500 }, () =>
+      client.runInTask(async () => {
+        const lock = client.getFairLock('fair-500');
+        await lock.lock();
+        const [owner] = await admin.hkeys('fair-500');
+        grants.push(owner as string);
+        const value = counter;
+        await sleep(0);
+        counter = value + 1;
+        await lock.unlock();
+      }),
+    );
+    await eventually('all queued', async () => (await admin.llen(queueKey('fair-500'))) === 500, 10_000);
+    const snapshot = await admin.lrange(queueKey('fair-500'), 0, -1);
+    await holder.unlock();
+    await Promise.all(tasks);
+    expect(counter).toBe(500);
+    expect(grants).toEqual(snapshot);
+  }, 30_000);
+
+  test('several clients in one process are served in arrival order', async () => {
+    const admin = redis.admin();
+    const clients = [redis.client(), redis.client(), redis.client()];
+    const holder = clients[0]!.getFairLock('fair-multi');
+    await holder.lock();
+    const order: number[] = [];
+    const waits = [];
+    for (let i = 0; i < 9; i += 1) {
+      const { done } = await queueUp(admin, clients[i % 3]!, 'fair-multi', async (lock) => {
+        order.push(i);
+        await lock.unlock();
+      });
+      waits.push(done);
+    }
+    await holder.unlock();
+    await Promise.all(waits);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  test('the FIFO checker catches an overtake (negative control)', () => {
+    expect(fifoViolations([['a', 'b', 'c']], ['a', 'b', 'c'])).toEqual([]);
+    expect(fifoViolations([['a', 'b', 'c']], ['a', 'c', 'b'])).toHaveLength(1);
+  });
+});

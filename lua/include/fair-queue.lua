@@ -1,0 +1,53 @@
+--[[
+  Helpers shared by the fair lock scripts, pasted in where a script says
+  "--@include include/fair-queue.lua". A fair lock `name` has four keys:
+    lock       hash at `name`: field owner id -> hold count (Redisson layout)
+    queue      list of waiting owner ids, in arrival order
+    deadlines  zset owner id -> server time (ms) when its place expires unless refreshed
+    marker     the owner a release handed the lock to, until that owner confirms
+]]
+
+-- Server time in ms: deadlines never depend on client clocks.
+local function server_now()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The channel of the client an owner id "<clientId>:<n>" belongs to.
+local function client_channel(owner)
+  return 'rlock_client__channel:{' .. string.match(owner, '^(.*):%d+$') .. '}'
+end
+
+-- Tells the head of the queue to look again: the lock's ttl it last saw may be a hand-off's
+-- provisional one, and the shorter lease that replaces it may end without a release.
+local function recheck_head(lock, queue)
+  local head = redis.call('lindex', queue, 0)
+  if head then
+    redis.call('publish', client_channel(head), 'recheck\n' .. head .. '\n' .. lock)
+  end
+end
+
+-- Drops the waiters whose clients stopped refreshing their places.
+local function purge_dead(queue, deadlines, now)
+  local dead = redis.call('zrangebyscore', deadlines, '-inf', now)
+  for _, owner in ipairs(dead) do
+    redis.call('lrem', queue, 1, owner)
+    redis.call('zrem', deadlines, owner)
+  end
+end
+
+-- When the lock is free, grants it to the head of the queue and tells the head's client, so the
+-- woken waiter holds the lock without another round trip. The grant is provisional (ttl = the
+-- waiter timeout, marker set) until the head confirms it with its own lease: a head that died
+-- meanwhile blocks the queue no longer than any dead waiter would.
+local function hand_on(lock, queue, deadlines, marker, now, provisional_ms)
+  if redis.call('exists', lock) == 1 then return end
+  purge_dead(queue, deadlines, now)
+  local head = redis.call('lpop', queue)
+  if not head then return end
+  redis.call('zrem', deadlines, head)
+  redis.call('hset', lock, head, 1)
+  redis.call('pexpire', lock, provisional_ms)
+  redis.call('set', marker, head, 'px', provisional_ms)
+  redis.call('publish', client_channel(head), 'granted\n' .. head .. '\n' .. lock)
+end
