@@ -104,7 +104,9 @@ describe('fair lock', () => {
     const holder = client.getFairLock('fair-abort');
     await holder.lock();
     const controller = new AbortController();
-    const first = client.runInTask(() => client.getFairLock('fair-abort').lock({ signal: controller.signal }));
+    const first = client.runInTask(() =>
+      client.getFairLock('fair-abort').lock({ signal: controller.signal }),
+    );
     first.catch(() => undefined);
     await eventually('first queued', async () => (await admin.llen(queueKey('fair-abort'))) === 1);
     let secondGot = false;

@@ -19,7 +19,11 @@ describe('fair lock across processes', () => {
       const worker = startWorker([port, 'wait', 'arrivals', String(i)], FAIR);
       workers.push(worker);
       expect(await worker.firstMessage).toBe('started');
-      await eventually(`worker ${i} queued`, async () => (await admin.llen(queueKey('arrivals'))) === i + 1, 10_000);
+      await eventually(
+        `worker ${i} queued`,
+        async () => (await admin.llen(queueKey('arrivals'))) === i + 1,
+        10_000,
+      );
     }
     await holder.unlock();
     expect(await Promise.all(workers.map((worker) => worker.nextMessage()))).toEqual(Array(8).fill('done'));
@@ -56,7 +60,10 @@ describe('fair lock across processes', () => {
     const client = redis.client({ fairLockWaitTimeout: 1_000 });
     const holder = client.getFairLock('dead-waiter');
     await holder.lock();
-    const doomed = startWorker([port, 'wait', 'dead-waiter', '0'], { ...FAIR, FAIR_LOCK_WAIT_TIMEOUT: '1000' });
+    const doomed = startWorker([port, 'wait', 'dead-waiter', '0'], {
+      ...FAIR,
+      FAIR_LOCK_WAIT_TIMEOUT: '1000',
+    });
     expect(await doomed.firstMessage).toBe('started');
     await eventually('doomed queued', async () => (await admin.llen(queueKey('dead-waiter'))) === 1, 10_000);
     let gotAt = 0;

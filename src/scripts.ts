@@ -102,10 +102,14 @@ export const leaveFairQueue = defineScript<FairKeys, [ownerId: string, waiterTim
 );
 
 /** Takes over a hand-off with the owner's own lease; 1 when held, 0 when the hand-off was lost. */
-export const confirmFairHandoff = defineScript<FairKeys, [ownerId: string, leaseMs: number], 0 | 1>('fair/confirm.lua');
+export const confirmFairHandoff = defineScript<FairKeys, [ownerId: string, leaseMs: number], 0 | 1>(
+  'fair/confirm.lua',
+);
 
 /** Returns 1 when a lock existed and is gone now (handed to the next waiter), 0 when there was none. */
-export const forceReleaseFairLock = defineScript<FairKeys, [waiterTimeoutMs: number], 0 | 1>('fair/force-release.lua');
+export const forceReleaseFairLock = defineScript<FairKeys, [waiterTimeoutMs: number], 0 | 1>(
+  'fair/force-release.lua',
+);
 
 /** Returns, for each waiter, 1 when its place was kept and 0 when it is gone. */
 export const refreshFairPlaces = defineScript<string[], ScriptArg[], number[]>('fair/refresh.lua');

@@ -66,7 +66,10 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
       const left = timeLeft();
       if (left <= 0) return false;
       const bound = ttl >= 0 ? Math.min(ttl, left) : left;
-      const wake = await (source as WakeSource).sleep(Math.max(1, Math.min(bound, plan.maxSleep)), plan.signal);
+      const wake = await (source as WakeSource).sleep(
+        Math.max(1, Math.min(bound, plan.maxSleep)),
+        plan.signal,
+      );
       guard.check();
       if (wake === 'granted') return (outcome = 'handoff');
       ttl = await guard.attempt('queued');
@@ -122,7 +125,11 @@ class Guard {
     } finally {
       clearTimeout(timer);
       // Given up (time out, abort) before the source was ready: give it back when it is.
-      if (!taken) pending.then((late) => late.release(), () => undefined);
+      if (!taken)
+        pending.then(
+          (late) => late.release(),
+          () => undefined,
+        );
     }
   }
 

@@ -23,7 +23,12 @@ export abstract class BaseLock implements RLock {
   }
 
   /** One attempt: null when acquired or re-entered, else the holder's remaining ttl in ms. */
-  protected abstract attempt(owner: string, leaseMs: number, latch: string, kind: AttemptKind): Promise<number | null>;
+  protected abstract attempt(
+    owner: string,
+    leaseMs: number,
+    latch: string,
+    kind: AttemptKind,
+  ): Promise<number | null>;
   /** 1 when the owner's last hold is gone, 0 when it still holds, null when it held nothing. */
   protected abstract release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null>;
   protected abstract forceRelease(): Promise<boolean>;
@@ -172,7 +177,8 @@ export abstract class BaseLock implements RLock {
   private async confirm(owner: string, leaseMs: number): Promise<void> {
     const confirmed = await this.confirmHandoff?.(owner, leaseMs).catch(() => true);
     const entry = this.context.book.get(this.name, owner);
-    if (confirmed === false && entry) this.context.book.lose(entry, 'the hand-off from the previous holder was lost');
+    if (confirmed === false && entry)
+      this.context.book.lose(entry, 'the hand-off from the previous holder was lost');
   }
 
   protected currentOwner(): string {

@@ -33,7 +33,12 @@ export class FairLock extends BaseLock {
     return [lock, queue, deadlines, marker];
   }
 
-  protected async attempt(owner: string, leaseMs: number, latch: string, kind: AttemptKind): Promise<number | null> {
+  protected async attempt(
+    owner: string,
+    leaseMs: number,
+    latch: string,
+    kind: AttemptKind,
+  ): Promise<number | null> {
     const ttl = await acquireFairLock(
       this.context.redis,
       [...this.queueKeys, latch],
@@ -55,7 +60,10 @@ export class FairLock extends BaseLock {
   }
 
   protected async forceRelease(): Promise<boolean> {
-    return (await forceReleaseFairLock(this.context.redis, this.queueKeys, [this.context.fairLockWaitTimeout])) === 1;
+    return (
+      (await forceReleaseFairLock(this.context.redis, this.queueKeys, [this.context.fairLockWaitTimeout])) ===
+      1
+    );
   }
 
   /**
