@@ -4,7 +4,7 @@
   KEYS[2]  queue: list of waiting owner ids, arrival order
   KEYS[3]  deadlines: zset owner id -> server time (ms) when its place expires unless refreshed
   KEYS[4]  hand-off marker: the owner a release handed the lock to, until it confirms
-  KEYS[5]  hold latch of this request (see lua/lock/acquire.lua)
+  KEYS[5]  hold latch of this request (see include/holds.lua)
   ARGV[1]  lease in ms
   ARGV[2]  owner id
   ARGV[3]  waiter timeout in ms: how long a place lives without a refresh
@@ -12,6 +12,7 @@
   Returns  nil when acquired, re-entered or handed the lock; otherwise the holder's ttl in ms
            (-1: no expiry), the longest the caller should sleep before trying again
 ]]
+--@include include/holds.lua
 --@include include/fair-queue.lua
 
 local lock, queue, deadlines, marker, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -34,13 +35,7 @@ if mode == 'queued' and redis.call('get', marker) == owner and redis.call('hexis
 end
 
 if redis.call('hexists', lock, owner) == 1 then
-  redis.call('hincrby', lock, owner, 1)
-  local ttl = redis.call('pttl', lock)
-  if ttl < lease then
-    ttl = lease
-    redis.call('pexpire', lock, ttl)
-  end
-  redis.call('set', latch, 'a', 'px', ttl)
+  add_hold(lock, owner, lease, latch)
   return nil
 end
 
@@ -51,9 +46,7 @@ if redis.call('exists', lock) == 0 then
       redis.call('lpop', queue)
       redis.call('zrem', deadlines, owner)
     end
-    redis.call('hset', lock, owner, 1)
-    redis.call('pexpire', lock, lease)
-    redis.call('set', latch, 'a', 'px', lease)
+    add_hold(lock, owner, lease, latch)
     return nil
   end
 end

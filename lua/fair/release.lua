@@ -10,23 +10,16 @@
   Direct hand-off: the head of the queue is granted the lock inside this script and told on its
   client's channel, so the woken waiter holds the lock without another round trip.
 ]]
+--@include include/holds.lua
 --@include include/fair-queue.lua
 
-local done = redis.call('get', KEYS[5])
-if done == 'r0' then return 0 end
-if done == 'r1' then return 1 end
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-  return nil
+local replayed = release_replayed(KEYS[5])
+if replayed then return replayed end
+local freed = remove_hold(KEYS[1], ARGV[1], KEYS[5], tonumber(ARGV[2]))
+if freed == 1 then
+  if redis.call('get', KEYS[4]) == ARGV[1] then
+    redis.call('del', KEYS[4])
+  end
+  hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], server_now(), tonumber(ARGV[3]))
 end
-local remaining = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-if remaining > 0 then
-  redis.call('set', KEYS[5], 'r0', 'px', math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2])))
-  return 0
-end
-redis.call('del', KEYS[1])
-if redis.call('get', KEYS[4]) == ARGV[1] then
-  redis.call('del', KEYS[4])
-end
-redis.call('set', KEYS[5], 'r1', 'px', ARGV[2])
-hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], server_now(), tonumber(ARGV[3]))
-return 1
+return freed
