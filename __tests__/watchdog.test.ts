@@ -83,16 +83,17 @@ describe('watchdog', () => {
   });
 
   test('a renewal in flight when unlock is sent neither resurrects the lock nor reports it lost', async () => {
-    const client = redis.client({ watchdogTimeout: 300 });
+    const client = redis.client({ watchdogTimeout: 1_500 });
     const lost: LockLostEvent[] = [];
     client.on('lockLost', (event) => lost.push(event));
     const lock = client.getLock('in-flight');
     await lock.lock();
-    // Hold every write back so the next renewal queues up in front of the release.
-    await redis.admin().client('PAUSE', 250, 'WRITE');
-    await sleep(120);
+    // Hold every write back across the renewal due at 500 ms, so it queues up in front of the release.
+    await sleep(400);
+    await redis.admin().client('PAUSE', 400, 'WRITE');
+    await sleep(200);
     await lock.unlock();
-    await sleep(700);
+    await sleep(1_200);
     expect(await redis.admin().exists('in-flight')).toBe(0);
     expect(lost).toEqual([]);
   });
