@@ -79,7 +79,8 @@ describe('fair lock across processes', () => {
     // The release hands the lock to the dead head; its provisional grant runs out unconfirmed.
     await holder.unlock();
     await next;
-    expect(gotAt - killedAt).toBeLessThan(1_000 + 700);
+    // fairLockWaitTimeout, plus one refresh period (333 ms) of the live waiter, plus room for a loaded machine.
+    expect(gotAt - killedAt).toBeLessThan(1_000 + 1_000);
     expect(await admin.lrange('dead-waiter:order', 0, -1)).toEqual([]);
   }, 30_000);
 
