@@ -33,8 +33,14 @@ export interface AcquirePlan {
   giveUp?(): Promise<unknown>;
   /** -1 waits forever, 0 makes one attempt. */
   waitTime: number;
-  /** Aborts the wait: the caller's signal combined with the client's close. */
+  /** The caller's signal: aborting it answers at once. */
   signal?: AbortSignal;
+  /**
+   * The client's close. Only read, never listened to (thousands of waits would each add a listener):
+   * sleeping waiters are woken with ClientClosedError by the close itself, and a wait that is
+   * between steps stops at its next step.
+   */
+  closing: AbortSignal;
   /** Longest single sleep when no ttl bounds it (holder without expiry, waiting forever). */
   maxSleep: number;
 }
@@ -80,7 +86,7 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
     if (!outcome && plan.giveUp) {
       const leaving = plan.giveUp().catch(() => undefined);
       // A wait that timed out leaves the queue before tryLock answers; an aborted one answers at once.
-      if (!plan.signal?.aborted) await leaving;
+      if (!plan.signal?.aborted && !plan.closing.aborted) await leaving;
     }
   }
 }
@@ -94,6 +100,7 @@ class Guard {
 
   check(): void {
     this.plan.signal?.throwIfAborted();
+    this.plan.closing.throwIfAborted();
   }
 
   async attempt(kind: AttemptKind): Promise<number | null> {
@@ -102,7 +109,7 @@ class Guard {
     const ttl = await this.race(pending, (late) => {
       if (late === null) void this.plan.undoGrant().catch(() => undefined);
     });
-    if (ttl === null && this.plan.signal?.aborted) {
+    if (ttl === null && (this.plan.signal?.aborted || this.plan.closing.aborted)) {
       await this.plan.undoGrant().catch(() => undefined);
       this.check();
     }

@@ -143,7 +143,6 @@ export abstract class BaseLock implements RLock {
     const { context } = this;
     const owner = this.currentOwner();
     const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
-    const waitSignal = signal ? AbortSignal.any([signal, context.closing]) : context.closing;
     let latch = '';
     let sentAt = 0;
     const outcome = await acquireOrWait({
@@ -157,7 +156,8 @@ export abstract class BaseLock implements RLock {
       wakeSourceFirst: this.wakeSourceFirst,
       giveUp: this.giveUp && (() => (this.giveUp as (owner: string) => Promise<unknown>)(owner)),
       waitTime,
-      signal: waitSignal,
+      signal,
+      closing: context.closing,
       maxSleep: context.watchdogTimeout,
     });
     if (!outcome) return false;
