@@ -1,124 +1,118 @@
 /**
- * `npm run bench`: measures on a redis-server of its own, and reports every latency beside a PING
- * round trip measured in the same run on the same kind of connection.
- * Scenarios so far: baseline PING, uncontended lock + unlock (watchdog lock and leased lock), and
- * hand-off: the time from a release to the waiting owner (another client) holding the lock.
+ * `npm run bench [-- --quick]`: rlock and the libraries people would otherwise pick, side by side on
+ * one fresh redis-server, in one run. Prints a table, writes bench/results/<timestamp>.json and
+ * regenerates docs/benchmarks.md with its charts.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, release, totalmem, type } from 'node:os';
 import { resolve } from 'node:path';
-import { cpus } from 'node:os';
-import { LockClient, type RLock } from '../src';
 import { startRedis } from '../__tests__/helpers/redis-server';
+import { LABELS, LIBRARIES, type LibraryName } from './adapters';
+import { charts, headline, markdown, tables, type Results } from './report';
+import {
+  contended,
+  idleWaiters,
+  manyLocks,
+  pingLatency,
+  uncontended,
+  watchdogAtScale,
+  type Outcome,
+  type Settings,
+} from './scenarios';
 
 const quick = process.argv.includes('--quick');
-const ITERATIONS = quick ? 1_000 : 5_000;
-const WARMUP = 200;
+/** `--only <scenario>` runs one scenario and writes nothing (for working on one figure). */
+const onlyIndex = process.argv.indexOf('--only');
+const only = onlyIndex >= 0 ? process.argv[onlyIndex + 1] : undefined;
+const root = resolve(__dirname, '..');
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+function progress(text: string): void {
+  process.stderr.write(`\r\x1b[K[bench] ${text}`);
 }
 
-async function measure(
-  label: string,
-  op: () => Promise<unknown>,
-): Promise<{ label: string; p50: number; p99: number }> {
-  for (let i = 0; i < WARMUP; i += 1) await op();
-  const samples: number[] = [];
-  for (let i = 0; i < ITERATIONS; i += 1) {
-    const start = process.hrtime.bigint();
-    await op();
-    samples.push(Number(process.hrtime.bigint() - start) / 1e6);
+type Scenario<T> = (name: LibraryName, settings: Settings) => Promise<Outcome<T>>;
+
+async function eachLibrary<T>(
+  title: string,
+  scenario: Scenario<T>,
+  settings: Settings,
+): Promise<Partial<Record<LibraryName, Outcome<T>>>> {
+  const outcomes: Partial<Record<LibraryName, Outcome<T>>> = {};
+  if (only && !title.startsWith(only)) return outcomes;
+  for (const [i, name] of LIBRARIES.entries()) {
+    progress(`${title}: ${LABELS[name]} (${i + 1}/${LIBRARIES.length})`);
+    await settings.admin.flushall();
+    try {
+      outcomes[name] = await scenario(name, settings);
+    } catch (error) {
+      outcomes[name] = { failed: error instanceof Error ? error.message : String(error) };
+    }
   }
-  samples.sort((a, b) => a - b);
-  process.stderr.write(`  measured ${label}\n`);
-  return { label, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  return outcomes;
 }
 
-/**
- * One holder and one waiter on separate clients (separate connections, as two processes would
- * have): each sample starts when the holder calls unlock() and ends when the waiter's lock()
- * resolves. The waiter is queued (or subscribed) before the release, as under contention.
- */
-async function measureHandoff(
-  label: string,
-  holderClient: LockClient,
-  waiterClient: LockClient,
-  getLock: (client: LockClient) => RLock,
-): Promise<{ label: string; p50: number; p99: number }> {
-  const samples: number[] = [];
-  const rounds = Math.floor(ITERATIONS / 5);
-  for (let i = 0; i < rounds + WARMUP / 5; i += 1) {
-    const holder = getLock(holderClient);
-    await holder.lock();
-    let heldAt = 0n;
-    const waiter = getLock(waiterClient);
-    const waiting = waiter.lock().then(() => {
-      heldAt = process.hrtime.bigint();
-    });
-    await new Promise((resolve) => setTimeout(resolve, 2));
-    const releasedAt = process.hrtime.bigint();
-    await holder.unlock();
-    await waiting;
-    if (i >= WARMUP / 5) samples.push(Number(heldAt - releasedAt) / 1e6);
-    await waiter.unlock();
-  }
-  samples.sort((a, b) => a - b);
-  process.stderr.write(`  measured ${label}\n`);
-  return { label, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+/** docs/benchmarks.md and its charts, from one run's results. */
+function writeReport(results: Results): void {
+  writeFileSync(resolve(root, 'docs', 'benchmarks.md'), markdown(results));
+  for (const [name, svg] of Object.entries(charts(results))) writeFileSync(resolve(root, 'docs', name), svg);
 }
 
 async function main(): Promise<void> {
+  // `--report <results.json>` regenerates the docs from a saved run without measuring again.
+  const reportIndex = process.argv.indexOf('--report');
+  if (reportIndex >= 0) {
+    writeReport(JSON.parse(readFileSync(process.argv[reportIndex + 1] as string, 'utf8')) as Results);
+    console.log('report: docs/benchmarks.md');
+    return;
+  }
   const server = await startRedis();
-  const redis = server.connect();
-  const client = new LockClient(redis);
-  const waiterClient = new LockClient(server.connect());
+  const admin = server.connect();
+  const settings: Settings = { port: server.port, admin, quick };
   try {
-    const watchdogLock = client.getLock('bench:uncontended');
-    const leasedLock = client.getLock('bench:uncontended-lease');
-    const rows = [
-      await measure('PING round trip', () => redis.ping()),
-      await measure('rlock getLock: lock() + unlock()', async () => {
-        await watchdogLock.lock();
-        await watchdogLock.unlock();
-      }),
-      await measure('rlock getLock: lock(10000) + unlock()', async () => {
-        await leasedLock.lock(10_000);
-        await leasedLock.unlock();
-      }),
-      await measureHandoff('hand-off: getLock (pub/sub wake, then acquire)', client, waiterClient, (c) =>
-        c.getLock('bench:handoff'),
-      ),
-      await measureHandoff('hand-off: getFairLock (granted by the release)', client, waiterClient, (c) =>
-        c.getFairLock('bench:handoff-fair'),
-      ),
-    ];
-    const ping = rows[0]?.p50 ?? 1;
-    console.log(`\n${ITERATIONS} iterations each, node ${process.version}, ${cpus().length} cpus`);
-    console.log('| scenario | p50 ms | p99 ms | p50 / PING p50 |');
-    console.log('|---|---:|---:|---:|');
-    for (const row of rows) {
-      console.log(
-        `| ${row.label} | ${row.p50.toFixed(3)} | ${row.p99.toFixed(3)} | ${(row.p50 / ping).toFixed(2)}x |`,
-      );
-    }
-    const dir = resolve(__dirname, 'results');
-    mkdirSync(dir, { recursive: true });
-    const file = resolve(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(
-      file,
-      JSON.stringify(
-        { date: new Date().toISOString(), node: process.version, iterations: ITERATIONS, rows },
-        null,
-        2,
-      ),
-    );
-    console.log(`\nresults written to ${file}`);
+    progress('baseline: PING');
+    const ping = await pingLatency(settings);
+    const redisVersion = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? '?';
+    const results: Results = {
+      date: new Date().toISOString(),
+      quick,
+      machine: {
+        cpu: cpus()[0]?.model.trim() ?? '?',
+        cores: cpus().length,
+        memoryGiB: Math.round(totalmem() / 2 ** 30),
+        node: process.version,
+        redis: redisVersion,
+        os: `${type()} ${release()}`,
+      },
+      ping,
+      uncontended: await eachLibrary('uncontended', uncontended, settings),
+      contended: await eachLibrary('contended', contended, settings),
+      idleWaiters: await eachLibrary('idle waiters', idleWaiters, settings),
+      manyLocks: await eachLibrary('many locks', manyLocks, settings),
+      watchdog: await eachLibrary('watchdog at scale', watchdogAtScale, settings),
+    };
+    progress('done\n');
+
+    console.log(`\n${tables(results)}\n\n${headline(results).join('\n')}\n`);
+    if (only) return;
+    const resultsDir = resolve(root, 'bench', 'results');
+    mkdirSync(resultsDir, { recursive: true });
+    const file = resolve(resultsDir, `${results.date.replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    writeReport(results);
+    console.log(`results: ${file}\nreport: docs/benchmarks.md`);
   } finally {
-    await client.close();
-    await waiterClient.close();
     await server.stop();
   }
 }
+
+// A library that leaves a promise rejecting after it was closed must not end the whole run.
+const stray: string[] = [];
+process.on('unhandledRejection', (error) => stray.push(String(error)));
+process.on('uncaughtException', (error) => stray.push(String(error)));
+process.on('exit', () => {
+  if (stray.length > 0)
+    console.error(`(${stray.length} errors surfaced outside the measured calls: ${stray[0]})`);
+});
 
 main().catch((error: unknown) => {
   console.error(error);

@@ -1,0 +1,138 @@
+/**
+ * Every library behind one small interface, each used the way its README shows, with its defaults
+ * unless the scenario needs otherwise (redlock: infinite retries, as the benchmark brief asks).
+ */
+import Redis from 'ioredis';
+import { Mutex } from 'redis-semaphore';
+import Redlock from 'redlock';
+import { Redisson } from 'node-redisson';
+import { LockClient } from '../src';
+
+/** Releases what `lock` took. */
+export type Release = () => Promise<void>;
+
+export interface Library {
+  /** Takes the lock `key`, waiting as long as it takes. */
+  lock(key: string): Promise<Release>;
+  /** Takes the lock `key` and keeps it alive with the library's own renewal until released. */
+  holdRenewed(key: string): Promise<Release>;
+  /** How often the library renews a held lock, in ms. */
+  renewalPeriodMs: number;
+  close(): Promise<void>;
+}
+
+export interface LibraryOptions {
+  /** Lease / watchdog period where the library has one, in ms. */
+  leaseMs?: number;
+}
+
+export const LIBRARIES = ['rlock', 'rlock-fair', 'redlock', 'redis-semaphore', 'node-redisson'] as const;
+export type LibraryName = (typeof LIBRARIES)[number];
+
+export const LABELS: Record<LibraryName, string> = {
+  rlock: 'rlock getLock',
+  'rlock-fair': 'rlock getFairLock',
+  redlock: 'redlock 5',
+  'redis-semaphore': 'redis-semaphore Mutex',
+  'node-redisson': 'node-redisson getLock',
+};
+
+export async function openLibrary(
+  name: LibraryName,
+  port: number,
+  options: LibraryOptions = {},
+): Promise<Library> {
+  const connect = (): Redis => new Redis({ port, host: '127.0.0.1' });
+  switch (name) {
+    case 'rlock':
+    case 'rlock-fair': {
+      const redis = connect();
+      const watchdogTimeout = options.leaseMs ?? 30_000;
+      const client = new LockClient(redis, { watchdogTimeout });
+      const take = async (key: string): Promise<Release> => {
+        const lock = name === 'rlock' ? client.getLock(key) : client.getFairLock(key);
+        await lock.lock();
+        return () => lock.unlock();
+      };
+      return {
+        lock: take,
+        holdRenewed: take,
+        renewalPeriodMs: watchdogTimeout / 3,
+        async close() {
+          await client.close();
+          redis.disconnect();
+        },
+      };
+    }
+    case 'redlock': {
+      const redis = connect();
+      const redlock = new Redlock([redis], { retryCount: -1 });
+      redlock.on('error', () => undefined);
+      const lease = options.leaseMs ?? 10_000;
+      return {
+        async lock(key) {
+          const lock = await redlock.acquire([key], lease);
+          return async () => {
+            await lock.release();
+          };
+        },
+        // redlock renews only inside using(): it extends the lease when it is about to run out.
+        async holdRenewed(key) {
+          let release!: () => void;
+          const released = new Promise<void>((resolve) => (release = resolve));
+          let held!: () => void;
+          const acquired = new Promise<void>((resolve) => (held = resolve));
+          const run = redlock.using([key], lease, async () => {
+            held();
+            await released;
+          });
+          await Promise.race([acquired, run]);
+          return async () => {
+            release();
+            await run;
+          };
+        },
+        renewalPeriodMs: lease - 500,
+        async close() {
+          redis.disconnect();
+        },
+      };
+    }
+    case 'redis-semaphore': {
+      const redis = connect();
+      const lockTimeout = options.leaseMs ?? 10_000;
+      const take = async (key: string): Promise<Release> => {
+        const mutex = new Mutex(redis, key, options.leaseMs ? { lockTimeout } : {});
+        await mutex.acquire();
+        return () => mutex.release();
+      };
+      return {
+        lock: take,
+        holdRenewed: take,
+        renewalPeriodMs: lockTimeout * 0.8,
+        async close() {
+          redis.disconnect();
+        },
+      };
+    }
+    case 'node-redisson': {
+      const redisson = new Redisson({
+        redis: { options: { port, host: '127.0.0.1' } },
+        ...(options.leaseMs ? { lockWatchdogTimeout: BigInt(options.leaseMs) } : {}),
+      });
+      const take = async (key: string): Promise<Release> => {
+        const lock = redisson.getLock(key);
+        await lock.lock();
+        return () => lock.unlock();
+      };
+      return {
+        lock: take,
+        holdRenewed: take,
+        renewalPeriodMs: (options.leaseMs ?? 30_000) / 3,
+        async close() {
+          await redisson.quit();
+        },
+      };
+    }
+  }
+}

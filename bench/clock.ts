@@ -1,0 +1,8 @@
+/**
+ * Time in ms with sub-ms precision, comparable between processes on one machine: the monotonic
+ * clock every process shares (performance.now() counts from each process's own start, and its
+ * origin carries a small error, enough to fake an overlap between two workers).
+ */
+export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,223 @@
+import { LABELS, LIBRARIES, type LibraryName } from './adapters';
+import type { IdleWaiters, Latency, ManyLocks, Outcome, WatchdogScale } from './scenarios';
+import type { ContentionFigures } from './stats';
+import { barChart } from './svg';
+
+export interface Results {
+  date: string;
+  quick: boolean;
+  machine: { cpu: string; cores: number; memoryGiB: number; node: string; redis: string; os: string };
+  ping: Latency;
+  uncontended: Partial<Record<LibraryName, Outcome<Latency>>>;
+  contended: Partial<Record<LibraryName, Outcome<ContentionFigures>>>;
+  idleWaiters: Partial<Record<LibraryName, Outcome<IdleWaiters>>>;
+  manyLocks: Partial<Record<LibraryName, Outcome<ManyLocks>>>;
+  watchdog: Partial<Record<LibraryName, Outcome<WatchdogScale>>>;
+}
+
+const ok = <T extends object>(outcome: Outcome<T> | undefined): T | undefined =>
+  outcome && !('failed' in outcome) ? outcome : undefined;
+
+const num = (value: number, digits = 2): string => (Number.isFinite(value) ? value.toFixed(digits) : '–');
+
+/** A table row per library: its cells, or the reason it failed across the row. */
+function rows<T extends object>(
+  outcomes: Partial<Record<LibraryName, Outcome<T>>>,
+  columns: number,
+  cells: (value: T) => string[],
+): string[] {
+  return LIBRARIES.filter((name) => outcomes[name] !== undefined).map((name) => {
+    const outcome = outcomes[name] as Outcome<T>;
+    const values =
+      'failed' in outcome
+        ? [`**failed:** ${outcome.failed}`, ...Array(columns - 1).fill('')]
+        : cells(outcome);
+    return `| ${LABELS[name]} | ${values.join(' | ')} |`;
+  });
+}
+
+export function tables(results: Results): string {
+  const ping = results.ping.p50;
+  const x = (ms: number): string => `${num(ms / ping, 1)}x`;
+  return [
+    `PING round trip (p50 / p99): ${num(results.ping.p50, 3)} / ${num(results.ping.p99, 3)} ms — the baseline.`,
+    '',
+    '### Uncontended lock + unlock',
+    '',
+    '| library | p50 ms | p99 ms | p50 in PINGs |',
+    '|---|---:|---:|---:|',
+    ...rows(results.uncontended, 3, (v) => [num(v.p50, 3), num(v.p99, 3), x(v.p50)]),
+    '',
+    '### Contended: 8 processes, hold 2 ms, think 1 ms',
+    '',
+    '| library | acq/s | % of ideal | idle gap p50 / p99 ms | wait p50 / p99 / max ms | overtakes per acq | Jain | overlaps |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows(results.contended, 7, (v) => [
+      num(v.perSecond, 0),
+      `${num(v.ofIdeal * 100, 0)}%`,
+      `${num(v.gapP50, 2)} (${x(v.gapP50)}) / ${num(v.gapP99, 2)}`,
+      `${num(v.waitP50, 1)} / ${num(v.waitP99, 1)} / ${num(v.waitMax, 0)}`,
+      num(v.overtakesPerAcquisition, 2),
+      num(v.jain, 3),
+      String(v.overlaps),
+    ]),
+    '',
+    '### Idle waiters: 200 waiters on a held lock for 3 s, then the release',
+    '',
+    '| library | Redis commands/s while waiting | drain all 200 after release, ms |',
+    '|---|---:|---:|',
+    ...rows(results.idleWaiters, 2, (v) => [num(v.commandsPerSecond, 0), num(v.drainMs, 0)]),
+    '',
+    '### Many locks: distinct locks acquired and released concurrently from one process',
+    '',
+    '| library | locks | ops/s |',
+    '|---|---:|---:|',
+    ...rows(results.manyLocks, 2, (v) => [String(v.locks), num(v.opsPerSecond, 0)]),
+    '',
+    '### Watchdog at scale: locks held with the library’s own renewal, lease 3 s',
+    '',
+    '| library | locks | renewal period ms | Redis commands per period | Redis CPU ms per period |',
+    '|---|---:|---:|---:|---:|',
+    ...rows(results.watchdog, 4, (v) => [
+      String(v.locks),
+      num(v.renewalPeriodMs, 0),
+      num(v.commandsPerPeriod, 0),
+      num(v.cpuMsPerPeriod, 1),
+    ]),
+  ].join('\n');
+}
+
+/** rlock's figures divided by the best other library's, for the headline. */
+export function headline(results: Results): string[] {
+  const peers: LibraryName[] = ['redlock', 'redis-semaphore', 'node-redisson'];
+  const lines: string[] = [];
+  // Each line: rlock's figure, the best other library's, and their ratio (above 1 favours rlock).
+  const compare = (
+    label: string,
+    unit: string,
+    mine: LibraryName,
+    pick: (v: ContentionFigures) => number,
+    higherIsBetter: boolean,
+  ): void => {
+    const own = ok(results.contended[mine]);
+    const others = peers
+      .map((peer) => ok(results.contended[peer]))
+      .filter((v): v is ContentionFigures => !!v);
+    if (!own || others.length === 0) return;
+    const best = higherIsBetter ? Math.max(...others.map(pick)) : Math.min(...others.map(pick));
+    const ratio = higherIsBetter ? pick(own) / best : best / pick(own);
+    lines.push(
+      `${LABELS[mine]}, ${label}: ${num(pick(own), 2)} ${unit} against ${num(best, 2)} for the best other library — **${num(ratio, 2)}x**`,
+    );
+  };
+  compare('contended throughput', 'acq/s', 'rlock-fair', (v) => v.perSecond, true);
+  compare('p99 wait under contention', 'ms', 'rlock-fair', (v) => v.waitP99, false);
+  compare('idle gap p50 (release to next holder)', 'ms', 'rlock-fair', (v) => v.gapP50, false);
+  compare('contended throughput', 'acq/s', 'rlock', (v) => v.perSecond, true);
+
+  // Keeping 10 000 locks alive: Redis CPU per second, as each library renews on its own period.
+  const cpuPerSecond = (name: LibraryName): number | undefined => {
+    const v = ok(results.watchdog[name]);
+    return v ? (v.cpuMsPerPeriod / v.renewalPeriodMs) * 1000 : undefined;
+  };
+  const own = cpuPerSecond('rlock');
+  const peerCpu = peers.map(cpuPerSecond).filter((v): v is number => v !== undefined);
+  if (own && peerCpu.length > 0) {
+    lines.push(
+      `${LABELS.rlock}, keeping 10 000 locks alive: Redis CPU ${num(own, 1)} ms/s against ${num(Math.min(...peerCpu), 1)} ms/s for the best other library — **${num(Math.min(...peerCpu) / own, 2)}x** less`,
+    );
+  }
+  // Waiting: Redis commands per second spent on 200 idle waiters.
+  const idle = (name: LibraryName): number | undefined => ok(results.idleWaiters[name])?.commandsPerSecond;
+  const fairIdle = idle('rlock-fair');
+  const peerIdle = peers.map(idle).filter((v): v is number => v !== undefined);
+  if (fairIdle !== undefined && peerIdle.length > 0) {
+    lines.push(
+      `200 idle waiters cost Redis ${num(idle('rlock') ?? Number.NaN, 0)} commands/s with ${LABELS.rlock}, ${num(fairIdle, 0)} with ${LABELS['rlock-fair']}, at least ${num(Math.min(...peerIdle), 0)} with the others that finished`,
+    );
+  }
+  return lines;
+}
+
+export function charts(results: Results): Record<string, string> {
+  const contended = LIBRARIES.map((name) => ({ name, figures: ok(results.contended[name]) }));
+  return {
+    'benchmarks-throughput.svg': barChart({
+      title: 'Contended lock: acquisitions per second (8 processes, hold 2 ms; ideal 500/s)',
+      series: ['acquisitions/s'],
+      unit: '/s',
+      bars: contended.map(({ name, figures }) => ({
+        label: LABELS[name],
+        values: [figures?.perSecond ?? Number.NaN],
+      })),
+    }),
+    'benchmarks-wait.svg': barChart({
+      title: 'Contended lock: time from request to lock, per acquisition',
+      series: ['p50 ms', 'p99 ms', 'max ms'],
+      unit: 'ms',
+      log: true,
+      bars: contended.map(({ name, figures }) => ({
+        label: LABELS[name],
+        values: figures
+          ? [figures.waitP50, figures.waitP99, figures.waitMax]
+          : [Number.NaN, Number.NaN, Number.NaN],
+      })),
+    }),
+  };
+}
+
+export function markdown(results: Results): string {
+  const m = results.machine;
+  return `# Benchmarks
+
+rlock next to the libraries Node teams would otherwise pick — redlock 5 (infinite retries, its
+default delays), redis-semaphore \`Mutex\` (its defaults: 10 ms polling) and node-redisson
+\`getLock\` — on one fresh \`redis-server\` in one run. Every latency is also given as a multiple of a
+PING round trip measured in the same run on the same kind of connection (ioredis).
+
+![Contended throughput](benchmarks-throughput.svg)
+
+![Contended wait times](benchmarks-wait.svg)
+
+## Headline
+
+${headline(results)
+  .map((line) => `- ${line}`)
+  .join('\n')}
+
+## Results
+
+Run of ${results.date}${results.quick ? ' (`--quick`: shorter runs, fewer locks)' : ''}.
+
+${tables(results)}
+
+## How to read it
+
+- **Contended**: 8 worker processes, each with its own connections, loop lock → hold 2 ms → unlock →
+  think 1 ms on one lock. *Ideal* is 1 / hold = 500 acquisitions/s. *Idle gap*: from a release to
+  the next acquisition, when someone was already waiting. *Wait*: from the request to the lock.
+  *Overtakes*: pairs where the later request got the lock first, per acquisition (request times are
+  taken in the workers, so a few ms of scheduling noise on 2 cores counts too). *Jain*: fairness of
+  the workers' shares (1 = equal). *Overlaps*: holds that overlapped (must be 0).
+- **Idle waiters**: what waiting costs Redis (polling shows here), then how fast a queue of 200 drains.
+- **Watchdog at scale**: what keeping many locks alive costs Redis; each library renews on its own
+  period (rlock and node-redisson every lease / 3, redis-semaphore every 0.8 × lease, redlock
+  \`using()\` when the lease is about to run out).
+- A library that fails or strands waiters in a scenario has that written in its row.
+
+## Machine
+
+${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}; Redis ${m.redis} on loopback.
+
+## Rerun
+
+\`\`\`sh
+npm ci
+npm run bench              # about 4 minutes
+npm run bench -- --quick   # under 2 minutes, same shape
+\`\`\`
+
+It starts its own \`redis-server\` (≥ 6.2 on PATH) on a free port, writes
+\`bench/results/<timestamp>.json\`, and regenerates this page and its charts.
+`;
+}
