@@ -6,8 +6,9 @@ import { HoldBook, type LostLease } from './holds';
 import { clientChannel } from './keys';
 import type { LockContext } from './locks/context';
 import { FairLock } from './locks/fair-lock';
+import { FencedLock } from './locks/fenced-lock';
 import { ReentrantLock } from './locks/lock';
-import type { RLock } from './locks/types';
+import type { RFencedLock, RLock } from './locks/types';
 import { runAsNewTask } from './owner';
 import { Subscriber } from './pubsub';
 import type { RedisConnection } from './redis';
@@ -143,6 +144,16 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   getFairLock(name: string): RLock {
     this.throwIfClosed();
     return new FairLock(this.context, name);
+  }
+
+  /**
+   * A reentrant lock whose every acquisition (re-entries too) carries a fencing token larger than
+   * all before it, for stores that must refuse a holder whose lease ran out (Redisson
+   * getFencedLock). withLock hands the token as `held.token`.
+   */
+  getFencedLock(name: string): RFencedLock {
+    this.throwIfClosed();
+    return new FencedLock(this.context, name);
   }
 
   /**

@@ -32,6 +32,11 @@ export function lockKeys(name: string): LockKeys {
   };
 }
 
+/** The fenced lock's token counter (Redisson RFencedLock's redisson_lock_token:{name}). */
+export function fencingTokenKey(name: string): string {
+  return prefixName('redisson_lock_token', name);
+}
+
 export interface FairLockKeys extends LockKeys {
   /** List of waiting owner ids in arrival order. */
   readonly queue: string;

@@ -64,6 +64,13 @@ export const acquireLock = defineScript<
   number | null
 >('lock/acquire.lua');
 
+/** Returns [1, token] when acquired or re-entered, [0, ttl] when another owner holds the lock. */
+export const acquireFencedLock = defineScript<
+  [lock: string, holdLatch: string, tokenCounter: string],
+  [leaseMs: number, ownerId: string],
+  [1 | 0, number]
+>('fenced/acquire.lua');
+
 /** Returns 1 when the lock is free now, 0 when the owner still holds it, null when it held nothing. */
 export const releaseLock = defineScript<
   [lock: string, channel: string, holdLatch: string],

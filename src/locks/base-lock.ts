@@ -58,16 +58,20 @@ export abstract class BaseLock implements RLock {
   tryLock(options: TryLockOptions): Promise<boolean>;
   async tryLock(arg?: number | TryLockOptions, leaseTime?: number): Promise<boolean> {
     if (arg !== undefined && !isOptionsObject(arg)) {
-      return this.acquire(checkWaitTime(arg), leaseTime === undefined ? -1 : checkLeaseTime(leaseTime));
+      const acquired = await this.acquire(
+        checkWaitTime(arg),
+        leaseTime === undefined ? -1 : checkLeaseTime(leaseTime),
+      );
+      return acquired !== false;
     }
     const options = parseLockOptions(arg);
-    const waitTime = options.waitTime ?? 0;
-    return this.acquire(waitTime, options.leaseTime, options.signal);
+    return (await this.acquire(options.waitTime ?? 0, options.leaseTime, options.signal)) !== false;
   }
 
   async unlock(): Promise<void> {
     this.throwIfClosed();
     const owner = this.currentOwner();
+    this.noticeOverdueLease(owner);
     const hold = this.context.book.takeForRelease(this.name, owner);
     const latch = hold?.latch ?? this.newLatch();
     const latchMs = hold && hold.leaseTime > 0 ? hold.leaseTime : this.context.watchdogTimeout;
@@ -116,15 +120,14 @@ export abstract class BaseLock implements RLock {
     const parsed = parseLockOptions(options);
     const waitTime = parsed.waitTime ?? -1;
     return runInCurrentOrNewTask(async () => {
-      if (!(await this.acquire(waitTime, parsed.leaseTime, parsed.signal))) {
-        throw new LockTimeoutError(this.name, waitTime);
-      }
+      const acquired = await this.acquire(waitTime, parsed.leaseTime, parsed.signal);
+      if (acquired === false) throw new LockTimeoutError(this.name, waitTime);
       const entry = this.context.book.get(this.name, this.currentOwner());
       const guard = entry ? this.context.book.guard(entry) : new AbortController();
       const signal = parsed.signal ? AbortSignal.any([guard.signal, parsed.signal]) : guard.signal;
       let result: T;
       try {
-        result = await fn({ signal });
+        result = await fn(acquired.token === undefined ? { signal } : { signal, token: acquired.token });
       } catch (error) {
         // The callback's error is what the caller needs; a failed release must not hide it.
         await this.unlock().catch(() => undefined);
@@ -137,8 +140,29 @@ export abstract class BaseLock implements RLock {
     });
   }
 
+  /** The fencing token an acquiring attempt was given, for lock kinds that issue them. */
+  protected tokenOf(_latch: string): number | undefined {
+    return undefined;
+  }
+
+  /**
+   * A holder paused past its lease (a long GC or event-loop stall, a stopped process) learns of
+   * the loss before its next call through this lock sends anything: timers that would have told
+   * it may not have run yet.
+   */
+  private noticeOverdueLease(owner: string): void {
+    const entry = this.context.book.get(this.name, owner);
+    if (entry && entry.leaseEnd <= performance.now()) {
+      this.context.book.lose(entry, 'its lease ran out while the holder was not running (paused or stalled)');
+    }
+  }
+
   /** Takes the lock for the current owner; false when waitTime passed first. */
-  protected async acquire(waitTime: number, leaseTime: number, signal?: AbortSignal): Promise<boolean> {
+  protected async acquire(
+    waitTime: number,
+    leaseTime: number,
+    signal?: AbortSignal,
+  ): Promise<false | { token?: number }> {
     this.throwIfClosed();
     const { context } = this;
     const owner = this.currentOwner();
@@ -161,6 +185,7 @@ export abstract class BaseLock implements RLock {
       maxSleep: context.watchdogTimeout,
     });
     if (!outcome) return false;
+    const token = this.tokenOf(latch);
     if (outcome === 'handoff') {
       // The release that handed the lock over granted it provisionally; a fresh latch serves its
       // release. The lock is the caller's now: confirming it runs in the background, ahead of any
@@ -171,7 +196,7 @@ export abstract class BaseLock implements RLock {
     }
     context.book.add(this.name, owner, { latch, leaseTime }, sentAt + leaseMs);
     if (leaseTime < 0) context.watchdog.start();
-    return true;
+    return { token };
   }
 
   private async confirm(owner: string, leaseMs: number): Promise<void> {

@@ -46,3 +46,13 @@ export interface RLock {
   /** Acquires, runs fn as the owner, always releases. LockTimeoutError when waitTime passes. */
   withLock<T>(fn: (held: Held) => Promise<T> | T, options?: WithLockOptions): Promise<T>;
 }
+
+/** An RLock whose every acquisition carries a fencing token (Redisson's RFencedLock). */
+export interface RFencedLock extends RLock {
+  /** Waits until acquired; resolves with the acquisition's fencing token. */
+  lockAndGetToken(leaseTime?: number): Promise<number>;
+  /** The token, or null when not acquired within waitTime (default 0: one attempt). */
+  tryLockAndGetToken(waitTime?: number, leaseTime?: number): Promise<number | null>;
+  /** The latest token handed out for this lock, or null when none was. */
+  getToken(): Promise<number | null>;
+}

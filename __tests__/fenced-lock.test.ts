@@ -1,0 +1,105 @@
+import { FaultProxy } from './helpers/proxy';
+import { startRedis } from './helpers/redis-server';
+import { useRedis } from './helpers/setup';
+import { sleep } from './helpers/wait';
+import { LockClient } from '../src';
+
+/** The store-side check of docs/reliability.md: write only with a token above every one seen. */
+const FENCED_WRITE = `
+local last = tonumber(redis.call('hget', KEYS[1], 'token') or '0')
+if tonumber(ARGV[1]) <= last then return 0 end
+redis.call('hset', KEYS[1], 'token', ARGV[1], 'value', ARGV[2])
+return 1`;
+
+describe('fenced lock', () => {
+  const redis = useRedis();
+
+  test('every acquisition, re-entries included, takes a larger token', async () => {
+    const client = redis.client();
+    const lock = client.getFencedLock('fenced');
+    const first = await lock.lockAndGetToken();
+    const reentry = await lock.lockAndGetToken();
+    expect(reentry).toBeGreaterThan(first);
+    expect(await lock.getToken()).toBe(reentry);
+    await lock.unlock();
+    await lock.unlock();
+    const other = client.getFencedLock('fenced');
+    const next = await other.tryLockAndGetToken();
+    expect(next).toBeGreaterThan(reentry);
+    expect(Number.isSafeInteger(next)).toBe(true);
+  });
+
+  test('tryLockAndGetToken answers null when held elsewhere, and honours waitTime and leaseTime', async () => {
+    const client = redis.client();
+    const holder = client.getFencedLock('fenced-try');
+    await holder.lockAndGetToken(300);
+    const waiter = client.getFencedLock('fenced-try');
+    expect(await waiter.tryLockAndGetToken()).toBeNull();
+    const started = performance.now();
+    const token = await waiter.tryLockAndGetToken(2_000, 500);
+    expect(token).not.toBeNull();
+    expect(performance.now() - started).toBeGreaterThan(200);
+    const ttl = await waiter.remainTimeToLive();
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(500);
+  });
+
+  test('withLock hands the token to the callback', async () => {
+    const lock = redis.client().getFencedLock('fenced-with');
+    const token = await lock.withLock(({ token }) => token);
+    expect(token).toBe(await lock.getToken());
+  });
+
+  test('keeps Redisson RFencedLock layout: a counter at redisson_lock_token:{name}', async () => {
+    const lock = redis.client().getFencedLock('fenced-layout');
+    const token = await lock.lockAndGetToken();
+    expect(await redis.admin().get('redisson_lock_token:{fenced-layout}')).toBe(String(token));
+    // A Redisson client increments the same counter: the next rlock token is still larger.
+    await redis.admin().incr('redisson_lock_token:{fenced-layout}');
+    await lock.unlock();
+    expect(await lock.lockAndGetToken()).toBeGreaterThan(token + 1);
+  });
+
+  test('a store that checks tokens refuses a stale holder', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    const stale = client.getFencedLock('fenced-store');
+    const staleToken = await stale.lockAndGetToken(200);
+    await sleep(300); // the lease runs out while the holder "pauses"
+    const fresh = client.getFencedLock('fenced-store');
+    const freshToken = await fresh.lockAndGetToken();
+    expect(await admin.eval(FENCED_WRITE, 1, 'store', freshToken, 'fresh')).toBe(1);
+    expect(await admin.eval(FENCED_WRITE, 1, 'store', staleToken, 'stale')).toBe(0);
+    expect(await admin.hget('store', 'value')).toBe('fresh');
+  });
+
+  test('tokens never go backwards after a restart that lost the counter', async () => {
+    const server = await startRedis();
+    const client = new LockClient(server.connect({ maxRetriesPerRequest: 20 }));
+    try {
+      const lock = client.getFencedLock('fenced-restart');
+      const before = await lock.lockAndGetToken(10_000);
+      await server.restart();
+      const after = await client.getFencedLock('fenced-restart').lockAndGetToken(10_000);
+      expect(after).toBeGreaterThan(before);
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+  });
+
+  test('an acquire re-sent after a lost reply counts once and hands out one token', async () => {
+    const proxy = await new FaultProxy(redis.server().port).start();
+    const client = redis.client({}, redis.server().connect({ port: proxy.port }));
+    const lock = client.getFencedLock('fenced-resent');
+    await lock.isLocked();
+    proxy.dropReplies();
+    const pending = lock.lockAndGetToken();
+    await sleep(100);
+    proxy.resetConnections();
+    const token = await pending;
+    expect(await lock.getHoldCount()).toBe(1);
+    expect(await lock.getToken()).toBe(token);
+    await proxy.stop();
+  });
+});

@@ -1,0 +1,35 @@
+--[[
+  Acquire or re-enter a fenced lock: the reentrant lock (Redisson RFencedLock layout) plus a
+  fencing token that grows with every acquisition, re-entries included.
+  KEYS[1]  lock hash: field owner id -> hold count
+  KEYS[2]  hold latch of this request (see include/holds.lua); it keeps the token it handed out
+  KEYS[3]  token counter (Redisson's redisson_lock_token:{name})
+  ARGV[1]  lease in ms
+  ARGV[2]  owner id
+  Returns  {1, token} when acquired or re-entered; {0, ttl} when another owner holds the lock
+           (ttl in ms, -1: no expiry)
+
+  Tokens never go backwards, even when Redis lost the counter (a restart without persistence): a
+  new token is the counter + 1 or the server's clock in microseconds, whichever is larger. Every
+  token handed out so far was at most the clock of its moment (plus the few issued within one
+  microsecond), so a counter that starts again from nothing still starts above them, as long as
+  the server's clock does not step back. A re-sent request gets the token its first run issued.
+]]
+--@include include/holds.lua
+
+local replay = redis.call('get', KEYS[2])
+if replay then
+  return {1, tonumber(string.sub(replay, 3))}
+end
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  add_hold(KEYS[1], ARGV[2], tonumber(ARGV[1]), KEYS[2])
+  local t = redis.call('time')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local counter = tonumber(redis.call('get', KEYS[3]) or '0')
+  -- '%.0f': integers above 2^47 must not pass through Lua's default '%.14g' formatting.
+  local token = redis.call('incrby', KEYS[3], string.format('%.0f', math.max(1, clock - counter)))
+  -- The latch remembers the token (as 'a:<token>') for a re-sent copy of this request.
+  redis.call('set', KEYS[2], 'a:' .. string.format('%.0f', token), 'px', redis.call('pttl', KEYS[1]))
+  return {1, token}
+end
+return {0, redis.call('pttl', KEYS[1])}
