@@ -1,15 +1,9 @@
+import { FENCED_WRITE } from './helpers/fenced-store';
 import { FaultProxy } from './helpers/proxy';
 import { startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
 import { sleep } from './helpers/wait';
 import { LockClient } from '../src';
-
-/** The store-side check of docs/reliability.md: write only with a token above every one seen. */
-const FENCED_WRITE = `
-local last = tonumber(redis.call('hget', KEYS[1], 'token') or '0')
-if tonumber(ARGV[1]) <= last then return 0 end
-redis.call('hset', KEYS[1], 'token', ARGV[1], 'value', ARGV[2])
-return 1`;
 
 describe('fenced lock', () => {
   const redis = useRedis();

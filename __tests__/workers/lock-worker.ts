@@ -7,9 +7,13 @@
  *   wait     reports 'started', takes the lock, appends n to <lockName>:order, releases, 'done'
  *   loop     for n ms: lock, append the owner id (as Redis has it) to <lockName>:grants, hold 2 ms,
  *            unlock; counts overlapping holds in <lockName>:overlaps; then reports 'done'
+ *   fenced   takes the fenced lock in withLock with the watchdog, reports 'locked:<token>', then
+ *            on the message 'write' writes <lockName>:store through the token check and reports
+ *            'wrote:<1|0>:aborted:<true|false>'
  */
 import Redis from 'ioredis';
 import { LockClient } from '../../src';
+import { FENCED_WRITE } from '../helpers/fenced-store';
 
 const [port, mode, name = '', n = '0'] = process.argv.slice(2);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -56,6 +60,28 @@ async function main(): Promise<void> {
     await lock.lock();
     await redis.rpush(`${name}:order`, n);
     await lock.unlock();
+    await finish();
+  } else if (mode === 'fenced') {
+    const written = new Promise<void>((resolveWrite) => {
+      process.on('message', (message) => {
+        if (message === 'write') resolveWrite();
+      });
+    });
+    await client
+      .getFencedLock(name)
+      .withLock(async ({ signal, token }) => {
+        process.send?.(`locked:${token}`);
+        await written;
+        const accepted = await redis.eval(
+          FENCED_WRITE,
+          1,
+          `${name}:store`,
+          String(token),
+          'from the paused holder',
+        );
+        process.send?.(`wrote:${accepted}:aborted:${signal.aborted}`);
+      })
+      .catch(() => undefined);
     await finish();
   } else if (mode === 'loop') {
     const until = Date.now() + Number(n);

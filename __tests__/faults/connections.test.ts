@@ -1,0 +1,117 @@
+import type { LockClient, LockLostEvent } from '../../src';
+import { useRedis } from '../helpers/setup';
+import { reportFault } from '../helpers/report';
+import { sleep } from '../helpers/wait';
+
+/** Runs lock/hold/unlock loops on `locks` names from `tasks` tasks; counts what happened. */
+async function churn(client: LockClient, tasks: number, locks: number, ms: number) {
+  const inside = new Map<string, number>();
+  const counts = { acquisitions: 0, overlaps: 0, errors: 0, firstError: '' };
+  const until = performance.now() + ms;
+  await Promise.all(
+    Array.from({ length: tasks }, async (_, t) => {
+      const name = `churn-${t % locks}`;
+      while (performance.now() < until) {
+        try {
+          await client.getLock(name).withLock(
+            async () => {
+              inside.set(name, (inside.get(name) ?? 0) + 1);
+              if ((inside.get(name) as number) > 1) counts.overlaps += 1;
+              counts.acquisitions += 1;
+              await sleep(1);
+              inside.set(name, (inside.get(name) as number) - 1);
+            },
+            { waitTime: 5_000 },
+          );
+        } catch (error) {
+          counts.errors += 1;
+          counts.firstError ||= String(error);
+        }
+      }
+    }),
+  );
+  return counts;
+}
+
+// Faults that hit the connections between the clients and Redis.
+describe('fault: connections', () => {
+  const redis = useRedis();
+
+  test('subscriber connection killed again and again while many wait: every waiter wakes within a bounded re-check', async () => {
+    // Invariant: a release published while the subscriber reconnects is lost, yet each waiter
+    // takes the free lock within about one reconnect, never the holder's whole ttl (20 s here).
+    const holderClient = redis.client({ watchdogTimeout: 20_000 });
+    const waiters = redis.client();
+    const firstTakeovers: number[] = [];
+    let acquisitions = 0;
+    for (let round = 0; round < 5; round += 1) {
+      const holder = holderClient.getLock('f-sub');
+      await holder.lock();
+      let first = 0;
+      const waiting = Array.from({ length: 10 }, async () => {
+        const lock = waiters.getLock('f-sub');
+        expect(await lock.tryLock(15_000)).toBe(true);
+        first ||= performance.now();
+        acquisitions += 1;
+        await lock.unlock();
+      });
+      await sleep(150);
+      await redis.admin().client('KILL', 'TYPE', 'pubsub');
+      const releasedAt = performance.now();
+      await holder.unlock(); // published while the waiters' subscriber is down: lost
+      await Promise.all(waiting);
+      firstTakeovers.push(first - releasedAt);
+    }
+    reportFault('subscriber killed while waiting', {
+      rounds: 5,
+      acquisitions,
+      maxTakeoverMs: Math.max(...firstTakeovers),
+    });
+    expect(acquisitions).toBe(50);
+    expect(Math.max(...firstTakeovers)).toBeLessThan(2_000);
+  }, 60_000);
+
+  test('command connections killed mid-acquire and mid-release: no overlap, no hold left behind', async () => {
+    // Invariant: however commands are cut off and re-sent, no two tasks hold one lock at once, every
+    // failure is an error (never a hang), and once leases have run out no lock is left in Redis.
+    const client = redis.client({ watchdogTimeout: 1_000 });
+    const admin = redis.admin();
+    let kills = 0;
+    let killing = true;
+    const killer = (async () => {
+      while (killing) {
+        await sleep(40);
+        kills += Number(await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes'));
+      }
+    })();
+    const counts = await churn(client, 12, 3, 3_000);
+    killing = false;
+    await killer;
+    expect(kills).toBeGreaterThan(10);
+    expect(counts.acquisitions).toBeGreaterThan(50);
+    expect(counts.overlaps).toBe(0);
+    await sleep(1_500); // a hold whose release failed expires with its lease
+    const left = await admin.exists('churn-0', 'churn-1', 'churn-2');
+    reportFault('command connections killed', { kills, ...counts, locksLeft: left });
+    expect(left).toBe(0);
+  }, 60_000);
+
+  test('CLIENT PAUSE longer than a lease: holders are told, waiters recover', async () => {
+    const holderClient = redis.client({ watchdogTimeout: 600 });
+    const waiterClient = redis.client();
+    const lost: LockLostEvent[] = [];
+    holderClient.on('lockLost', (event) => lost.push(event));
+    const holder = holderClient.getLock('f-paused-redis');
+    await holder.lock();
+    const waiting = waiterClient.getLock('f-paused-redis').tryLock(10_000);
+    await sleep(100);
+    await redis.admin().client('PAUSE', 1_500, 'WRITE');
+    const recovered = await waiting;
+    reportFault('CLIENT PAUSE 1500 ms, lease 600 ms', {
+      holdersTold: lost.length,
+      waiterRecovered: String(recovered),
+    });
+    expect(recovered).toBe(true);
+    expect(lost.map((event) => event.name)).toEqual(['f-paused-redis']);
+  }, 30_000);
+});
