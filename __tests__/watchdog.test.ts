@@ -108,4 +108,23 @@ describe('watchdog', () => {
     expect(await redis.admin().exists('forced')).toBe(0);
     expect(lost.map((event) => event.reason)).toEqual(['forceUnlock() deleted it']);
   });
+
+  test('a holder stalled past its lease learns of it on its next call, before anything is sent', async () => {
+    const client = redis.client();
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    const lock = client.getLock('stalled');
+    const run = lock.withLock(
+      async ({ signal }) => {
+        const until = Date.now() + 400;
+        while (Date.now() < until); // the event loop is stuck: no timer can tell the holder
+        const query = lock.getHoldCount();
+        expect(signal.aborted).toBe(true);
+        expect(lost.map((event) => event.reason)).toEqual([expect.stringMatching(/not running/)]);
+        await query;
+      },
+      { leaseTime: 300 },
+    );
+    await expect(run).rejects.toMatchObject({ code: 'ERR_LOCK_NOT_HELD' });
+  });
 });

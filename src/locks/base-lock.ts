@@ -99,11 +99,13 @@ export abstract class BaseLock implements RLock {
 
   async isHeldByCurrentTask(): Promise<boolean> {
     this.throwIfClosed();
+    this.noticeOverdueLease(this.currentOwner());
     return (await this.context.redis.hexists(this.hashKey, this.currentOwner())) === 1;
   }
 
   async getHoldCount(): Promise<number> {
     this.throwIfClosed();
+    this.noticeOverdueLease(this.currentOwner());
     const count = await this.context.redis.hget(this.hashKey, this.currentOwner());
     return count === null || count === undefined ? 0 : Number(count);
   }
@@ -147,8 +149,8 @@ export abstract class BaseLock implements RLock {
 
   /**
    * A holder paused past its lease (a long GC or event-loop stall, a stopped process) learns of
-   * the loss before its next call through this lock sends anything: timers that would have told
-   * it may not have run yet.
+   * the loss before its next call through this lock (unlock, re-entry, hold queries) sends
+   * anything: the timers that would have told it may not have run yet.
    */
   private noticeOverdueLease(owner: string): void {
     const entry = this.context.book.get(this.name, owner);
@@ -166,6 +168,7 @@ export abstract class BaseLock implements RLock {
     this.throwIfClosed();
     const { context } = this;
     const owner = this.currentOwner();
+    this.noticeOverdueLease(owner);
     const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
     let latch = '';
     let sentAt = 0;
