@@ -2,7 +2,6 @@ import { LockClient } from '../src';
 import { FaultProxy } from './helpers/proxy';
 import { startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
-import { sleep } from './helpers/wait';
 
 describe('bad input', () => {
   const redis = useRedis();
@@ -137,21 +136,12 @@ describe('Redis faults reach the caller as errors', () => {
 describe('commands re-sent after a reconnect', () => {
   const redis = useRedis();
 
-  /** Runs `operation` through the proxy so that Redis executes it but its reply is lost. */
-  async function withLostReply<T>(proxy: FaultProxy, operation: () => Promise<T>): Promise<T> {
-    proxy.dropReplies();
-    const pending = operation();
-    await sleep(100);
-    proxy.resetConnections(); // ioredis reconnects and re-sends the unanswered command
-    return pending;
-  }
-
   test('the proxy really makes a script run twice (negative control: a latch-less acquire counts 2)', async () => {
     const proxy = await new FaultProxy(redis.server().port).start();
     const connection = redis.server().connect({ port: proxy.port });
     await connection.ping();
     const naiveAcquire = `redis.call('hincrby', KEYS[1], ARGV[1], 1) redis.call('pexpire', KEYS[1], 30000) return 1`;
-    await withLostReply(proxy, () => connection.eval(naiveAcquire, 1, 'naive', 'me:1'));
+    await proxy.loseReplyOf(() => connection.eval(naiveAcquire, 1, 'naive', 'me:1'));
     expect(await redis.admin().hget('naive', 'me:1')).toBe('2');
     await proxy.stop();
   });
@@ -161,7 +151,7 @@ describe('commands re-sent after a reconnect', () => {
     const client = redis.client({}, redis.server().connect({ port: proxy.port }));
     const lock = client.getLock('resent-acquire');
     await lock.isLocked();
-    await withLostReply(proxy, () => lock.lock());
+    await proxy.loseReplyOf(() => lock.lock());
     const hash = await redis.admin().hgetall('resent-acquire');
     expect(Object.values(hash)).toEqual(['1']);
     await lock.unlock();
@@ -174,7 +164,7 @@ describe('commands re-sent after a reconnect', () => {
     const client = redis.client({}, redis.server().connect({ port: proxy.port }));
     const lock = client.getLock('resent-reentry');
     await lock.lock();
-    await withLostReply(proxy, () => lock.lock());
+    await proxy.loseReplyOf(() => lock.lock());
     expect(await lock.getHoldCount()).toBe(2);
     await proxy.stop();
   });
@@ -185,9 +175,9 @@ describe('commands re-sent after a reconnect', () => {
     const lock = client.getLock('resent-release');
     await lock.lock();
     await lock.lock();
-    await withLostReply(proxy, () => lock.unlock());
+    await proxy.loseReplyOf(() => lock.unlock());
     expect(await lock.getHoldCount()).toBe(1);
-    await withLostReply(proxy, () => lock.unlock());
+    await proxy.loseReplyOf(() => lock.unlock());
     expect(await lock.isLocked()).toBe(false);
     await proxy.stop();
   });

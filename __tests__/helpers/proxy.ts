@@ -49,6 +49,18 @@ export class FaultProxy {
     this.droppingReplies = false;
   }
 
+  /**
+   * Runs `operation` so that Redis executes its command but the reply is lost: replies are
+   * dropped, then the connection is cut, and ioredis reconnects and re-sends the command.
+   */
+  async loseReplyOf<T>(operation: () => Promise<T>): Promise<T> {
+    this.dropReplies();
+    const pending = operation();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    this.resetConnections();
+    return pending;
+  }
+
   async stop(): Promise<void> {
     this.resetConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
