@@ -8,7 +8,7 @@ import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from '
 /**
  * Everything the lock kinds share: argument rules, who the owner is, the book of holds, the wait
  * loop, withLock. A kind supplies its protocol: how one attempt, one release and a forced delete
- * run in Redis, and the channel its releases are announced on.
+ * run in Redis, and where its waiters' wake-ups come from.
  */
 export abstract class BaseLock implements RLock {
   readonly name: string;
