@@ -7,6 +7,7 @@ import { clientChannel } from './keys';
 import type { LockContext } from './locks/context';
 import { FairLock } from './locks/fair-lock';
 import { FencedLock } from './locks/fenced-lock';
+import { GroupLock } from './locks/group-lock';
 import { ReentrantLock } from './locks/lock';
 import type { RFencedLock, RLock } from './locks/types';
 import { runAsNewTask } from './owner';
@@ -154,6 +155,42 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   getFencedLock(name: string): RFencedLock {
     this.throwIfClosed();
     return new FencedLock(this.context, name);
+  }
+
+  /**
+   * All-or-nothing over several locks, which may come from different clients (Redisson
+   * getMultiLock): held when every member is held; a member that cannot be taken in time gives
+   * back the others. unlock() releases all.
+   */
+  getMultiLock(...locks: RLock[]): RLock {
+    this.throwIfClosed();
+    return new GroupLock(locks, {
+      label: 'MultiLock',
+      quorum: locks.length,
+      memberWait: (timeLeft) => timeLeft,
+      memberErrorsAreFailures: false,
+      watchdogLease: this.watchdogTimeout,
+    });
+  }
+
+  /**
+   * A quorum over locks on independent Redis masters (the Redlock algorithm, Redisson
+   * getRedLock): held when a majority of members is held with time to spare after the clocks'
+   * drift; a member whose server is down counts as not taken. Read docs/deployments.md first:
+   * fencing (getFencedLock) is the safer answer to a lost lock.
+   */
+  getRedLock(...locks: RLock[]): RLock {
+    this.throwIfClosed();
+    return new GroupLock(locks, {
+      label: 'RedLock',
+      quorum: Math.floor(locks.length / 2) + 1,
+      memberWait: (timeLeft, members) => Math.max(timeLeft / members, 1),
+      memberErrorsAreFailures: true,
+      // Redlock's validity: what is left of the lease after taking it and allowing for clock drift
+      // (1% of the lease plus 2 ms), as in the algorithm's description.
+      validity: (lease, elapsed) => lease - elapsed - (lease * 0.01 + 2),
+      watchdogLease: this.watchdogTimeout,
+    });
   }
 
   /**

@@ -57,6 +57,15 @@ export class HoldBook {
     return entry;
   }
 
+  /** The newest hold now has this fixed lease, ending at leaseEnd (performance.now() time). */
+  setNewestLease(entry: HeldLock, leaseTime: number, leaseEnd: number): void {
+    const newest = entry.holds.pop();
+    if (!newest) return;
+    entry.holds.push({ latch: newest.latch, leaseTime });
+    entry.leaseEnd = leaseEnd;
+    this.watchExpiry(entry);
+  }
+
   get(name: string, ownerId: string): HeldLock | undefined {
     return this.entries.get(bookKey(name, ownerId));
   }

@@ -79,3 +79,21 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
 }
+
+export function isOptionsObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+/** The options object of lock(), tryLock() and withLock(), checked. */
+export function parseLockOptions(value: unknown): {
+  waitTime?: number;
+  leaseTime: number;
+  signal?: AbortSignal;
+} {
+  const options = checkOptionsObject('options', value);
+  return {
+    waitTime: options.waitTime === undefined ? undefined : checkWaitTime(options.waitTime),
+    leaseTime: options.leaseTime === undefined ? -1 : checkLeaseTime(options.leaseTime),
+    signal: checkSignal(options.signal),
+  };
+}

@@ -1,6 +1,7 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { currentTask, nextOwnerNumber, ownerId, runInCurrentOrNewTask } from '../owner';
-import { checkLeaseTime, checkLockName, checkOptionsObject, checkSignal, checkWaitTime } from '../validate';
+import { renewLocks } from '../scripts';
+import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
 import { acquireOrWait, type AttemptKind, type WakeSource } from '../wait';
 import type { LockContext } from './context';
 import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
@@ -142,6 +143,26 @@ export abstract class BaseLock implements RLock {
     });
   }
 
+  /**
+   * Watches the current owner's hold on this lock (for a group lock's withLock): the signal aborts
+   * when the lease is lost. Undefined when the owner holds nothing here.
+   */
+  watchCurrentHold(): { signal: AbortSignal; dispose: () => void } | undefined {
+    const entry = this.context.book.get(this.name, this.currentOwner());
+    if (!entry) return undefined;
+    const guard = this.context.book.guard(entry);
+    return { signal: guard.signal, dispose: () => entry.guards.delete(guard) };
+  }
+
+  /** Sets the lease of the current owner's newest hold to leaseTime, from now (a group lock's last step). */
+  async shortenLease(leaseTime: number): Promise<void> {
+    const owner = this.currentOwner();
+    const sentAt = performance.now();
+    const [kept] = await renewLocks(this.context.redis, [this.hashKey], [leaseTime, owner]);
+    const entry = this.context.book.get(this.name, owner);
+    if (entry && kept === 1) this.context.book.setNewestLease(entry, leaseTime, sentAt + leaseTime);
+  }
+
   /** The fencing token an acquiring attempt was given, for lock kinds that issue them. */
   protected tokenOf(_latch: string): number | undefined {
     return undefined;
@@ -217,17 +238,4 @@ export abstract class BaseLock implements RLock {
   private throwIfClosed(): void {
     this.context.closing.throwIfAborted();
   }
-}
-
-function isOptionsObject(value: unknown): value is object {
-  return typeof value === 'object' && value !== null;
-}
-
-function parseLockOptions(value: unknown): { waitTime?: number; leaseTime: number; signal?: AbortSignal } {
-  const options = checkOptionsObject('options', value);
-  return {
-    waitTime: options.waitTime === undefined ? undefined : checkWaitTime(options.waitTime),
-    leaseTime: options.leaseTime === undefined ? -1 : checkLeaseTime(options.leaseTime),
-    signal: checkSignal(options.signal),
-  };
 }
