@@ -1,6 +1,6 @@
 import { LockClient } from '../src';
 import { FaultProxy } from './helpers/proxy';
-import { startRedis } from './helpers/redis-server';
+import { closeNow, startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
 
 describe('bad input', () => {
@@ -129,7 +129,7 @@ describe('Redis faults reach the caller as errors', () => {
     await expect(held.unlock()).rejects.toThrow();
     await expect(client.getLock('gone').lock()).rejects.toThrow();
     await client.close();
-    connection.disconnect();
+    closeNow(connection);
   });
 });
 
