@@ -19,17 +19,15 @@ export interface LockKeys {
   readonly lock: string;
   /** Where releases are announced (Redisson's redisson_lock__channel). */
   readonly channel: string;
-  /** The latch that makes one acquire or release request take effect once. */
-  holdLatch(requestId: string): string;
 }
 
 export function lockKeys(name: string): LockKeys {
-  const latchPrefix = prefixName('rlock_hold_latch', name);
-  return {
-    lock: name,
-    channel: prefixName('redisson_lock__channel', name),
-    holdLatch: (requestId) => `${latchPrefix}:${requestId}`,
-  };
+  return { lock: name, channel: prefixName('redisson_lock__channel', name) };
+}
+
+/** The latch that makes one acquire or release request of lock `name` take effect once. */
+export function holdLatchKey(name: string, requestId: string): string {
+  return `${prefixName('rlock_hold_latch', name)}:${requestId}`;
 }
 
 /** The fenced lock's token counter (Redisson RFencedLock's redisson_lock_token:{name}). */

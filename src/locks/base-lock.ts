@@ -1,4 +1,5 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
+import { holdLatchKey, lockKeys } from '../keys';
 import { currentTask, nextOwnerNumber, ownerId, runInCurrentOrNewTask } from '../owner';
 import { renewLocks } from '../scripts';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
@@ -13,6 +14,8 @@ import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from '
  */
 export abstract class BaseLock implements RLock {
   readonly name: string;
+  /** The lock hash, whose field per owner holds the hold count: every kind keeps it at the name (Redisson's layout). */
+  protected readonly hashKey: string;
   /** The owner number used outside any task: the handle itself owns the lock. */
   private readonly handleOwner = nextOwnerNumber();
 
@@ -21,6 +24,12 @@ export abstract class BaseLock implements RLock {
     name: unknown,
   ) {
     this.name = checkLockName(name);
+    this.hashKey = lockKeys(this.name).lock;
+  }
+
+  /** A fresh latch key for one acquire request (and later the release of its hold). */
+  protected newLatch(): string {
+    return holdLatchKey(this.name, this.context.newRequestId());
   }
 
   /** One attempt: null when acquired or re-entered, else the holder's remaining ttl in ms. */
@@ -41,9 +50,6 @@ export abstract class BaseLock implements RLock {
   protected giveUp?(owner: string): Promise<unknown>;
   /** Takes over a lock a release handed to this owner, with its own lease; false when lost. */
   protected confirmHandoff?(owner: string, leaseMs: number): Promise<boolean>;
-  /** The lock hash, whose field per owner holds the hold count. */
-  protected abstract readonly hashKey: string;
-  protected abstract newLatch(): string;
 
   lock(leaseTime?: number): Promise<void>;
   lock(options: LockOptions): Promise<void>;

@@ -19,13 +19,11 @@ import type { LockContext } from './context';
  */
 export class FairLock extends BaseLock {
   private readonly keys: FairLockKeys;
-  protected readonly hashKey: string;
   protected readonly wakeSourceFirst = true;
 
   constructor(context: LockContext, name: unknown) {
     super(context, name);
     this.keys = fairLockKeys(this.name);
-    this.hashKey = this.keys.lock;
   }
 
   private get queueKeys(): [string, string, string, string] {
@@ -82,9 +80,5 @@ export class FairLock extends BaseLock {
 
   protected override async confirmHandoff(owner: string, leaseMs: number): Promise<boolean> {
     return (await confirmFairHandoff(this.context.redis, this.queueKeys, [owner, leaseMs])) === 1;
-  }
-
-  protected newLatch(): string {
-    return this.keys.holdLatch(this.context.newRequestId());
   }
 }

@@ -7,13 +7,11 @@ import type { LockContext } from './context';
 /** The reentrant, non-fair lock: Redisson's RLock protocol and key layout. */
 export class ReentrantLock extends BaseLock {
   private readonly keys: LockKeys;
-  protected readonly hashKey: string;
   protected readonly wakeSourceFirst = false;
 
   constructor(context: LockContext, name: unknown) {
     super(context, name);
     this.keys = lockKeys(this.name);
-    this.hashKey = this.keys.lock;
   }
 
   protected attempt(owner: string, leaseMs: number, latch: string): Promise<number | null> {
@@ -38,9 +36,5 @@ export class ReentrantLock extends BaseLock {
   /** Waiters listen on the lock's release channel (Redisson's), shared per client. */
   protected openWakeSource(): Promise<WakeSource> {
     return this.context.subscriber().subscribe(this.keys.channel);
-  }
-
-  protected newLatch(): string {
-    return this.keys.holdLatch(this.context.newRequestId());
   }
 }
