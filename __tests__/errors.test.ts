@@ -1,5 +1,4 @@
 import { LockClient } from '../src';
-import { FaultProxy } from './helpers/proxy';
 import { closeNow, startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
 
@@ -137,41 +136,34 @@ describe('commands re-sent after a reconnect', () => {
   const redis = useRedis();
 
   test('the proxy really makes a script run twice (negative control: a latch-less acquire counts 2)', async () => {
-    const proxy = await new FaultProxy(redis.server().port).start();
+    const { proxy } = await redis.clientThroughProxy();
     const connection = redis.server().connect({ port: proxy.port });
     await connection.ping();
     const naiveAcquire = `redis.call('hincrby', KEYS[1], ARGV[1], 1) redis.call('pexpire', KEYS[1], 30000) return 1`;
     await proxy.loseReplyOf(() => connection.eval(naiveAcquire, 1, 'naive', 'me:1'));
     expect(await redis.admin().hget('naive', 'me:1')).toBe('2');
-    await proxy.stop();
   });
 
   test('an acquire whose reply was lost is counted once', async () => {
-    const proxy = await new FaultProxy(redis.server().port).start();
-    const client = redis.client({}, redis.server().connect({ port: proxy.port }));
+    const { client, proxy } = await redis.clientThroughProxy();
     const lock = client.getLock('resent-acquire');
-    await lock.isLocked();
     await proxy.loseReplyOf(() => lock.lock());
     const hash = await redis.admin().hgetall('resent-acquire');
     expect(Object.values(hash)).toEqual(['1']);
     await lock.unlock();
     expect(await redis.admin().exists('resent-acquire')).toBe(0);
-    await proxy.stop();
   });
 
   test('a re-entry whose reply was lost is counted once', async () => {
-    const proxy = await new FaultProxy(redis.server().port).start();
-    const client = redis.client({}, redis.server().connect({ port: proxy.port }));
+    const { client, proxy } = await redis.clientThroughProxy();
     const lock = client.getLock('resent-reentry');
     await lock.lock();
     await proxy.loseReplyOf(() => lock.lock());
     expect(await lock.getHoldCount()).toBe(2);
-    await proxy.stop();
   });
 
   test('a release whose reply was lost neither fails nor releases a second hold', async () => {
-    const proxy = await new FaultProxy(redis.server().port).start();
-    const client = redis.client({}, redis.server().connect({ port: proxy.port }));
+    const { client, proxy } = await redis.clientThroughProxy();
     const lock = client.getLock('resent-release');
     await lock.lock();
     await lock.lock();
@@ -179,6 +171,5 @@ describe('commands re-sent after a reconnect', () => {
     expect(await lock.getHoldCount()).toBe(1);
     await proxy.loseReplyOf(() => lock.unlock());
     expect(await lock.isLocked()).toBe(false);
-    await proxy.stop();
   });
 });

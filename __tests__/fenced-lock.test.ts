@@ -1,5 +1,4 @@
 import { FENCED_WRITE } from './helpers/fenced-store';
-import { FaultProxy } from './helpers/proxy';
 import { startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
 import { sleep } from './helpers/wait';
@@ -83,13 +82,10 @@ describe('fenced lock', () => {
   });
 
   test('an acquire re-sent after a lost reply counts once and hands out one token', async () => {
-    const proxy = await new FaultProxy(redis.server().port).start();
-    const client = redis.client({}, redis.server().connect({ port: proxy.port }));
+    const { client, proxy } = await redis.clientThroughProxy();
     const lock = client.getFencedLock('fenced-resent');
-    await lock.isLocked();
     const token = await proxy.loseReplyOf(() => lock.lockAndGetToken());
     expect(await lock.getHoldCount()).toBe(1);
     expect(await lock.getToken()).toBe(token);
-    await proxy.stop();
   });
 });
