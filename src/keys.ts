@@ -1,14 +1,26 @@
+import { hashSlot, hashTagOf, tagForSlot } from './slots';
+
 /**
  * Every Redis key and channel name rlock uses, in one place.
  *
  * The layout is Redisson's, so a Java service on Redisson and a Node service on rlock exclude each
  * other on one name: the lock is a hash at the name itself; other keys carry the name as a hash tag
- * ({name}) so every key of one lock lives in one cluster slot.
+ * ({name}) so every key of one lock lives in the cluster slot of the name.
  */
 
-/** Redisson's RedissonObject.prefixName: a name that has braces already keeps them. */
+/**
+ * A key of lock `name` under `prefix`, always in the cluster slot of `name` itself.
+ *
+ * Redisson's RedissonObject.prefixName writes `prefix:{name}`, or `prefix:name` when the name has a
+ * brace already; both are kept where they land in the name's slot, so the keys stay Redisson's for
+ * every ordinary name. A name whose braces do not form a hash tag would scatter Redisson's keys over
+ * other slots (CROSSSLOT on a cluster, Redisson issue #1098): `a{b` is wrapped whole (`prefix:{a{b}`),
+ * and a name with a stray '}', which no hash tag can hold, gets a tag chosen for its slot.
+ */
 export function prefixName(prefix: string, name: string): string {
-  return name.includes('{') ? `${prefix}:${name}` : `${prefix}:{${name}}`;
+  if (hashTagOf(name) !== undefined) return `${prefix}:${name}`;
+  if (!name.includes('}')) return `${prefix}:{${name}}`;
+  return `${prefix}:{${tagForSlot(hashSlot(name))}}${name}`;
 }
 
 /** Redisson's message for "an exclusive lock was released": wakes one waiter per process. */
@@ -42,6 +54,8 @@ export interface FairLockKeys extends LockKeys {
   readonly deadlines: string;
   /** The owner a release handed the lock to, until it confirms. */
   readonly marker: string;
+  /** Where hand-offs are announced when notifications are sharded. */
+  readonly handoffChannel: string;
 }
 
 /**
@@ -55,6 +69,7 @@ export function fairLockKeys(name: string): FairLockKeys {
     queue: prefixName('rlock_fair_queue', name),
     deadlines: prefixName('rlock_fair_deadlines', name),
     marker: prefixName('rlock_fair_handoff', name),
+    handoffChannel: prefixName('rlock_fair__channel', name),
   };
 }
 
