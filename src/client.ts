@@ -12,7 +12,16 @@ import { ReentrantLock } from './locks/lock';
 import type { RFencedLock, RLock } from './locks/types';
 import { runAsNewTask } from './owner';
 import { Subscriber } from './pubsub';
-import type { RedisConnection } from './redis';
+import {
+  openLink,
+  publishCommandOf,
+  PUBSUB_OPTIONS,
+  resolvePubSubMode,
+  type PubSubMode,
+  type PubSubOption,
+} from './pubsub-mode';
+import { isCluster, type RedisConnection } from './redis';
+import type { PublishCommand } from './scripts';
 import { checkTime } from './validate';
 import { Watchdog } from './watchdog';
 
@@ -31,9 +40,17 @@ export interface LockClientOptions {
   clientId?: string;
   /**
    * A connection for pub/sub, used for nothing else. Default: a duplicate of the command
-   * connection, opened on the first wait and closed by close().
+   * connection, opened on the first wait and closed by close(). Not for a Cluster, where rlock
+   * opens the connections to the nodes it needs.
    */
   subscriber?: RedisConnection;
+  /**
+   * How releases are announced: 'sharded' (SPUBLISH / SSUBSCRIBE on the shard that holds the
+   * lock), 'classic' (PUBLISH / SUBSCRIBE), or 'auto': sharded on a Cluster whose servers have it
+   * (Redis 7), classic otherwise, as Redisson chooses. Every service sharing locks must announce
+   * the same way. Default 'auto'.
+   */
+  pubSub?: PubSubOption;
 }
 
 /** Emitted when a lease this client held is gone while it was still held. */
@@ -71,6 +88,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private readonly closer = new AbortController();
   private subscriberInstance?: Subscriber;
   private readonly subscriberOption?: RedisConnection;
+  private readonly pubSubOption: PubSubOption;
+  /** Settles once the pub/sub mode is known (on a cluster, after asking the servers). */
+  private pubSubModeResolution?: Promise<PubSubMode>;
   private requestCount = 0;
   private readonly context: LockContext;
 
@@ -106,7 +126,21 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     }
     this.id = options.clientId ?? randomUUID();
     this.subscriberOption = options.subscriber;
-    if (!this.subscriberOption && typeof redis.duplicate !== 'function') {
+    this.pubSubOption = options.pubSub ?? 'auto';
+    if (!PUBSUB_OPTIONS.includes(this.pubSubOption)) {
+      throw Object.assign(new RangeError(`pubSub must be one of ${PUBSUB_OPTIONS.join(', ')}`), {
+        code: 'ERR_OUT_OF_RANGE',
+      });
+    }
+    if (this.subscriberOption && isCluster(redis)) {
+      throw Object.assign(
+        new TypeError(
+          'options.subscriber cannot be used with a Cluster: rlock connects to the nodes it needs',
+        ),
+        { code: 'ERR_INVALID_ARG_TYPE' },
+      );
+    }
+    if (!this.subscriberOption && !isCluster(redis) && typeof redis.duplicate !== 'function') {
       throw Object.assign(
         new TypeError('options.subscriber is required when the redis client has no duplicate() method'),
         { code: 'ERR_INVALID_ARG_TYPE' },
@@ -117,6 +151,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       timeout: this.watchdogTimeout,
       waiterTimeout: this.fairLockWaitTimeout,
       batchSize,
+      groupBySlot: isCluster(redis),
+      publishCommand: () => this.publishCommand(),
     });
     this.context = {
       redis,
@@ -128,6 +164,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       watchdog: this.watchdog,
       closing: this.closer.signal,
       subscriber: () => this.subscriber(),
+      publishCommand: () => this.publishCommand(),
       newRequestId: () => `${this.id}:${(this.requestCount += 1)}`,
     };
   }
@@ -223,16 +260,35 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return this.closer.signal.aborted;
   }
 
-  private subscriber(): Subscriber {
+  private async publishCommand(): Promise<PublishCommand> {
+    return publishCommandOf(await this.pubSubMode());
+  }
+
+  private pubSubMode(): Promise<PubSubMode> {
+    this.pubSubModeResolution ??= resolvePubSubMode(this.redis, this.pubSubOption).catch((error: unknown) => {
+      // A failed probe (server unreachable) decides nothing: the next call asks again.
+      this.pubSubModeResolution = undefined;
+      throw error;
+    });
+    return this.pubSubModeResolution;
+  }
+
+  private async subscriber(): Promise<Subscriber> {
+    this.throwIfClosed();
+    const mode = await this.pubSubMode();
     this.throwIfClosed();
     if (!this.subscriberInstance) {
-      const owned = !this.subscriberOption;
-      const connection =
-        this.subscriberOption ?? (this.redis.duplicate as () => RedisConnection).call(this.redis);
-      this.subscriberInstance = new Subscriber(connection, clientChannel(this.id), owned, {
-        onHomeMessage: (message) => this.fairWaiters.onClientMessage(message),
-        onResubscribed: () => this.fairWaiters.recheckAll(),
-      });
+      const home = clientChannel(this.id);
+      const given = this.subscriberOption && { connection: this.subscriberOption, owned: false };
+      this.subscriberInstance = new Subscriber(
+        (handlers) => openLink(this.redis, mode, home, given, handlers),
+        // Sharded: hand-offs come on each fair lock's own channel (see FairLock).
+        mode === 'sharded' ? undefined : home,
+        {
+          onAddressedMessage: (message) => this.fairWaiters.onClientMessage(message),
+          onResubscribed: () => this.fairWaiters.recheckAll(),
+        },
+      );
     }
     return this.subscriberInstance;
   }

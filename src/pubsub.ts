@@ -1,5 +1,5 @@
 import { ClientClosedError } from './errors';
-import type { RedisConnection } from './redis';
+import type { LinkHandlers, PubSubLink } from './pubsub-links';
 
 /**
  * One subscriber connection per client, shared by every lock of that client.
@@ -13,8 +13,10 @@ import type { RedisConnection } from './redis';
  * asleep at that moment, the wake-up is kept as a permit for the next waiter about to sleep, so a
  * message that arrives while a waiter is between attempts is not lost.
  *
- * Messages published while the connection is down are lost for good, so after every reconnect,
- * once the resubscription is confirmed, every waiter re-checks the lock at once.
+ * Messages published while the connection is down are lost for good, so after every reconnect
+ * (or, on a cluster, every move of channels to another node), once the subscriptions are confirmed,
+ * every waiter re-checks the lock at once. Which connections carry the channels is the link's
+ * business (pubsub-links.ts).
  */
 
 /** How long an unused channel stays subscribed, to spare churn under steady contention. */
@@ -39,6 +41,8 @@ interface ChannelState {
   sleepers: Sleeper[];
   /** Wake-ups that found nobody asleep, kept for waiters between attempts. */
   permits: number;
+  /** Messages name the waiter they are for (fair-lock hand-offs): they go to the hooks, not to sleepers. */
+  addressed: boolean;
   linger?: NodeJS.Timeout;
 }
 
@@ -51,40 +55,35 @@ export interface Subscription {
 }
 
 export interface SubscriberHooks {
-  /** A message on the client's own channel. */
-  onHomeMessage(message: string): void;
-  /** The connection came back and every subscription is confirmed again. */
+  /** A message on the client's own channel, or on a channel subscribed as `addressed`. */
+  onAddressedMessage(message: string): void;
+  /** The connection came back (or channels moved) and every subscription is confirmed again. */
   onResubscribed(): void;
 }
 
 export class Subscriber {
   private readonly channels = new Map<string, ChannelState>();
+  private readonly link: PubSubLink;
   private readonly started: Promise<unknown>;
-  /** Set when the connection drops; the next 'ready' is a reconnect. */
-  private dropped = false;
   private closed = false;
 
   /**
-   * @param connection  a connection used only for pub/sub
+   * @param openLink    opens the connections, given where their messages and resubscriptions go
    * @param homeChannel the client's own channel, kept subscribed for the client's lifetime: the
    *                    connection never drops out of subscriber mode between two locks'
-   *                    subscriptions, and messages meant for this client alone arrive there
+   *                    subscriptions, and messages meant for this client alone arrive there.
+   *                    None with sharded pub/sub, whose channels are bound to the locks' slots.
    */
   constructor(
-    private readonly connection: RedisConnection,
-    private readonly homeChannel: string,
-    private readonly ownsConnection: boolean,
+    openLink: (handlers: LinkHandlers) => PubSubLink,
+    private readonly homeChannel: string | undefined,
     private readonly hooks: SubscriberHooks,
   ) {
-    connection.on('message', (channel, message) => {
-      if (channel === homeChannel) hooks.onHomeMessage(message);
-      else this.onMessage(channel, message);
+    this.link = openLink({
+      message: (channel, message) => this.onMessage(channel, message),
+      resubscribed: () => this.onResubscribed(),
     });
-    connection.on('close', () => {
-      this.dropped = true;
-    });
-    connection.on('ready', () => this.onReady());
-    this.started = connection.subscribe(homeChannel);
+    this.started = homeChannel === undefined ? Promise.resolve() : this.link.subscribe(homeChannel);
     // A failure here reaches every waiter through `started`; do not crash the process meanwhile.
     this.started.catch(() => undefined);
   }
@@ -96,16 +95,20 @@ export class Subscriber {
     this.throwIfClosed();
   }
 
-  async subscribe(channel: string): Promise<Subscription> {
+  /**
+   * @param addressed messages on this channel name the waiter they are for (see SubscriberHooks)
+   */
+  async subscribe(channel: string, { addressed = false } = {}): Promise<Subscription> {
     this.throwIfClosed();
     await this.started;
     this.throwIfClosed();
     const state = this.stateOf(channel);
+    state.addressed = addressed;
     state.refs += 1;
     clearTimeout(state.linger);
     if (!state.subscribed) {
       state.subscribed = true;
-      state.ready = state.queue = this.queueAfter(state.queue, () => this.connection.subscribe(channel));
+      state.ready = state.queue = this.queueAfter(state.queue, () => this.link.subscribe(channel));
     }
     try {
       await state.ready;
@@ -134,16 +137,22 @@ export class Subscriber {
       for (const sleeper of state.sleepers.splice(0)) sleeper.fail(new ClientClosedError());
     }
     this.channels.clear();
-    if (this.ownsConnection) {
-      await this.connection.quit().catch(() => this.connection.disconnect());
-    }
+    await this.link.close();
   }
 
   private stateOf(channel: string): ChannelState {
     let state = this.channels.get(channel);
     if (!state) {
       const settled = Promise.resolve();
-      state = { refs: 0, subscribed: false, queue: settled, ready: settled, sleepers: [], permits: 0 };
+      state = {
+        refs: 0,
+        subscribed: false,
+        queue: settled,
+        ready: settled,
+        sleepers: [],
+        permits: 0,
+        addressed: false,
+      };
       this.channels.set(channel, state);
     }
     return state;
@@ -161,7 +170,7 @@ export class Subscriber {
     state.linger = setTimeout(() => {
       if (state.refs > 0 || !state.subscribed || this.closed) return;
       state.subscribed = false;
-      state.queue = this.queueAfter(state.queue, () => this.connection.unsubscribe(channel));
+      state.queue = this.queueAfter(state.queue, () => this.link.unsubscribe(channel));
       state.queue
         .catch(() => undefined)
         .then(() => {
@@ -205,8 +214,10 @@ export class Subscriber {
   }
 
   private onMessage(channel: string, message: string): void {
+    if (channel === this.homeChannel) return this.hooks.onAddressedMessage(message);
     const state = this.channels.get(channel);
     if (!state) return;
+    if (state.addressed) return this.hooks.onAddressedMessage(message);
     // Redisson sends '0' when an exclusive lock is released (one waiter can take it) and other
     // values when several waiters may proceed at once (read locks), so those wake everyone.
     if (message === '0') this.wakeOne(state);
@@ -224,19 +235,10 @@ export class Subscriber {
     for (const sleeper of [...state.sleepers]) sleeper.wake('message');
   }
 
-  private onReady(): void {
-    if (!this.dropped || this.closed) return;
-    this.dropped = false;
-    // ioredis resubscribes before it reports 'ready'; one more SUBSCRIBE of everything we want
-    // is harmless and, replies being in order, confirms that all of them are in place again.
-    const wanted = [...this.channels].filter(([, state]) => state.subscribed).map(([channel]) => channel);
-    this.connection
-      .subscribe(this.homeChannel, ...wanted)
-      .catch(() => undefined)
-      .then(() => {
-        for (const state of this.channels.values()) this.wakeAll(state);
-        this.hooks.onResubscribed();
-      });
+  private onResubscribed(): void {
+    if (this.closed) return;
+    for (const state of this.channels.values()) this.wakeAll(state);
+    this.hooks.onResubscribed();
   }
 
   private throwIfClosed(): void {

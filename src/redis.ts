@@ -11,8 +11,11 @@ export interface RedisConnection {
   pttl(key: string): Promise<number>;
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
-  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
-  on(event: 'ready' | 'close', listener: () => void): unknown;
+  /** Sharded pub/sub (Redis 7); only used on cluster nodes. */
+  ssubscribe?(...channels: string[]): Promise<unknown>;
+  sunsubscribe?(...channels: string[]): Promise<unknown>;
+  on(event: 'message' | 'smessage', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'ready' | 'close' | 'end' | 'moved' | 'error' | 'refresh', listener: () => void): unknown;
   quit(): Promise<unknown>;
   disconnect(): void;
 }
@@ -20,4 +23,24 @@ export interface RedisConnection {
 /** A client that can open a second connection like itself (for pub/sub). */
 export interface DuplicableConnection extends RedisConnection {
   duplicate(): RedisConnection;
+}
+
+/** One node of a cluster, as ioredis `Cluster.nodes()` lists it. */
+export interface ShardNode {
+  readonly options: { host?: string; port?: number };
+  duplicate(override?: { retryStrategy?: (attempt: number) => number | null }): RedisConnection;
+}
+
+/** An ioredis `Cluster`: its slot map and nodes let rlock route pub/sub and batch per slot. */
+export interface ClusterConnection extends RedisConnection {
+  readonly isCluster: true;
+  /** Slot -> node keys (`host:port`), the master first. */
+  readonly slots: string[][];
+  nodes(role?: 'all' | 'master' | 'slave'): ShardNode[];
+  refreshSlotsCache(callback?: (error?: Error) => void): void;
+  off(event: 'refresh', listener: () => void): unknown;
+}
+
+export function isCluster(redis: RedisConnection): redis is ClusterConnection {
+  return (redis as Partial<ClusterConnection>).isCluster === true;
 }

@@ -14,6 +14,9 @@ import type { RedisConnection } from './redis';
 const LUA_DIR = resolve(__dirname, '..', 'lua');
 
 type ScriptArg = string | number;
+
+/** How a script announces releases: classic pub/sub, or a cluster's shard channels. */
+export type PublishCommand = 'publish' | 'spublish';
 type ScriptCall = (...args: ScriptArg[]) => Promise<unknown>;
 
 export type Script<Keys extends string[], Args extends ScriptArg[], Result> = (
@@ -74,49 +77,63 @@ export const acquireFencedLock = defineScript<
 /** Returns 1 when the lock is free now, 0 when the owner still holds it, null when it held nothing. */
 export const releaseLock = defineScript<
   [lock: string, channel: string, holdLatch: string],
-  [ownerId: string, latchMs: number, message: string],
+  [ownerId: string, latchMs: number, message: string, publish: PublishCommand],
   0 | 1 | null
 >('lock/release.lua');
 
 /** Returns 1 when a lock existed and is gone now, 0 when there was none. */
-export const forceReleaseLock = defineScript<[lock: string, channel: string], [message: string], 0 | 1>(
-  'lock/force-release.lua',
-);
+export const forceReleaseLock = defineScript<
+  [lock: string, channel: string],
+  [message: string, publish: PublishCommand],
+  0 | 1
+>('lock/force-release.lua');
 
 /** Returns, for each lock, 1 when renewed and 0 when its owner no longer holds it. */
 export const renewLocks = defineScript<string[], ScriptArg[], number[]>('lock/renew.lua');
 
 /** The fair lock's keys, in the order every fair script takes them. */
-type FairKeys = [lock: string, queue: string, deadlines: string, marker: string];
+export type FairKeys = [lock: string, queue: string, deadlines: string, marker: string, channel: string];
 
 /** Returns null when acquired, re-entered or handed the lock, else the holder's ttl (ms, -1 = no expiry). */
 export const acquireFairLock = defineScript<
   [...FairKeys, holdLatch: string],
-  [leaseMs: number, ownerId: string, waiterTimeoutMs: number, mode: 'try' | 'first' | 'queued'],
+  [
+    leaseMs: number,
+    ownerId: string,
+    waiterTimeoutMs: number,
+    mode: 'try' | 'first' | 'queued',
+    publish: PublishCommand,
+  ],
   number | null
 >('fair/acquire.lua');
 
 /** Returns 1 when the owner's last hold is gone (and the lock handed on), 0 when it still holds, null when it held nothing. */
 export const releaseFairLock = defineScript<
   [...FairKeys, holdLatch: string],
-  [ownerId: string, latchMs: number, waiterTimeoutMs: number],
+  [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand],
   0 | 1 | null
 >('fair/release.lua');
 
 /** Leaves the queue; returns 1 when a hand-off that came too late was passed on. */
-export const leaveFairQueue = defineScript<FairKeys, [ownerId: string, waiterTimeoutMs: number], 0 | 1>(
-  'fair/leave.lua',
-);
+export const leaveFairQueue = defineScript<
+  FairKeys,
+  [ownerId: string, waiterTimeoutMs: number, publish: PublishCommand],
+  0 | 1
+>('fair/leave.lua');
 
 /** Takes over a hand-off with the owner's own lease; 1 when held, 0 when the hand-off was lost. */
-export const confirmFairHandoff = defineScript<FairKeys, [ownerId: string, leaseMs: number], 0 | 1>(
-  'fair/confirm.lua',
-);
+export const confirmFairHandoff = defineScript<
+  FairKeys,
+  [ownerId: string, leaseMs: number, publish: PublishCommand],
+  0 | 1
+>('fair/confirm.lua');
 
 /** Returns 1 when a lock existed and is gone now (handed to the next waiter), 0 when there was none. */
-export const forceReleaseFairLock = defineScript<FairKeys, [waiterTimeoutMs: number], 0 | 1>(
-  'fair/force-release.lua',
-);
+export const forceReleaseFairLock = defineScript<
+  FairKeys,
+  [waiterTimeoutMs: number, publish: PublishCommand],
+  0 | 1
+>('fair/force-release.lua');
 
 /** Returns, for each waiter, 1 when its place was kept and 0 when it is gone. */
 export const refreshFairPlaces = defineScript<string[], ScriptArg[], number[]>('fair/refresh.lua');

@@ -1,12 +1,14 @@
 import type { FairWaiter, FairWaiters } from './fair-waiters';
 import type { HoldBook, HeldLock } from './holds';
 import type { RedisConnection } from './redis';
-import { refreshFairPlaces, renewLocks } from './scripts';
+import { refreshFairPlaces, renewLocks, type PublishCommand } from './scripts';
+import { hashSlot } from './slots';
 
 /**
  * One timer per client keeps alive what the client has in Redis: the leases of locks it holds
  * through the watchdog, and the places of its waiters in fair-lock queues. Both are renewed in
- * batched script calls (at most `batchSize` locks or places each).
+ * batched script calls (at most `batchSize` locks or places each; on a cluster, one slot per call,
+ * since a script may only touch the keys of one slot).
  *
  * A lease is renewed every third of `timeout`, a place every third of `waiterTimeout`. Through
  * transient errors the timer keeps trying, more often, until a lease could have expired; then, or
@@ -19,6 +21,10 @@ export interface WatchdogOptions {
   /** How long a fair-lock waiter's place lives without a refresh, in ms. */
   waiterTimeout: number;
   batchSize: number;
+  /** Whether a batch must keep to one cluster slot. */
+  groupBySlot: boolean;
+  /** How a refresh that hands a free lock on announces it. */
+  publishCommand(): Promise<PublishCommand>;
 }
 
 /** How soon a failed renewal is tried again, at most. */
@@ -73,8 +79,8 @@ export class Watchdog {
     // Schedule the next tick now: a renewal stuck behind a dead connection must not stop the
     // timer from noticing that leases run out.
     const results = Promise.all([
-      ...batches(due, this.options.batchSize).map((batch) => this.renew(batch)),
-      ...batches(places, this.options.batchSize).map((batch) => this.refresh(batch)),
+      ...this.batches(due, (entry) => entry.name).map((batch) => this.renew(batch)),
+      ...this.batches(places, (waiter) => waiter.keys.lock).map((batch) => this.refresh(batch)),
     ]);
     this.schedule(this.period);
     const allRenewed = (await results).every(Boolean);
@@ -121,8 +127,18 @@ export class Watchdog {
     try {
       const kept = await refreshFairPlaces(
         this.redis,
-        batch.flatMap(({ keys }) => [keys.lock, keys.queue, keys.deadlines, keys.marker]),
-        [this.options.waiterTimeout, ...batch.map((waiter) => waiter.ownerId)],
+        batch.flatMap(({ keys }) => [
+          keys.lock,
+          keys.queue,
+          keys.deadlines,
+          keys.marker,
+          keys.handoffChannel,
+        ]),
+        [
+          this.options.waiterTimeout,
+          await this.options.publishCommand(),
+          ...batch.map((waiter) => waiter.ownerId),
+        ],
       );
       batch.forEach((waiter, i) => {
         if (kept[i] !== 1) this.waiters.recheck(waiter);
@@ -132,10 +148,21 @@ export class Watchdog {
       return false;
     }
   }
-}
 
-function batches<T>(items: T[], size: number): T[][] {
-  const result: T[][] = [];
-  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
-  return result;
+  /** Splits items into script calls: at most batchSize each and, on a cluster, one slot each. */
+  private batches<T>(items: T[], keyOf: (item: T) => string): T[][] {
+    const groups = new Map<number, T[]>();
+    for (const item of items) {
+      const slot = this.options.groupBySlot ? hashSlot(keyOf(item)) : 0;
+      const group = groups.get(slot);
+      if (group) group.push(item);
+      else groups.set(slot, [item]);
+    }
+    const size = this.options.batchSize;
+    const result: T[][] = [];
+    for (const group of groups.values()) {
+      for (let i = 0; i < group.length; i += size) result.push(group.slice(i, i + size));
+    }
+    return result;
+  }
 }

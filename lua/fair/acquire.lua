@@ -4,18 +4,21 @@
   KEYS[2]  queue: list of waiting owner ids, arrival order
   KEYS[3]  deadlines: zset owner id -> server time (ms) when its place expires unless refreshed
   KEYS[4]  hand-off marker: the owner a release handed the lock to, until it confirms
-  KEYS[5]  hold latch of this request (see include/holds.lua)
+  KEYS[5]  the lock's hand-off channel (used when notifications are sharded)
+  KEYS[6]  hold latch of this request (see include/holds.lua)
   ARGV[1]  lease in ms
   ARGV[2]  owner id
   ARGV[3]  waiter timeout in ms: how long a place lives without a refresh
   ARGV[4]  mode: 'try' (never queue), 'first' (queue when it must wait), 'queued' (already queued)
+  ARGV[5]  'publish', or 'spublish' when notifications are sharded
   Returns  nil when acquired, re-entered or handed the lock; otherwise the holder's ttl in ms
            (-1: no expiry), the longest the caller should sleep before trying again
 ]]
 --@include include/holds.lua
 --@include include/fair-queue.lua
 
-local lock, queue, deadlines, marker, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local lock, queue, deadlines, marker, channel, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+sharded = ARGV[5] == 'spublish'
 local lease, owner, mode = tonumber(ARGV[1]), ARGV[2], ARGV[4]
 local now = server_now()
 purge_dead(queue, deadlines, now)
@@ -28,7 +31,7 @@ end
 if mode == 'queued' and redis.call('get', marker) == owner and redis.call('hexists', lock, owner) == 1 then
   redis.call('del', marker)
   if lease < redis.call('pttl', lock) then
-    recheck_head(lock, queue)
+    recheck_head(lock, queue, channel)
   end
   redis.call('pexpire', lock, lease)
   return nil
@@ -60,5 +63,5 @@ end
 
 -- Free, but the turn is another waiter's (the last holder's lease ran out, nobody handed it on):
 -- hand it on now, and wait behind it.
-hand_on(lock, queue, deadlines, marker, now, tonumber(ARGV[3]))
+hand_on(lock, queue, deadlines, marker, channel, now, tonumber(ARGV[3]))
 return redis.call('pttl', lock)

@@ -1,8 +1,10 @@
 --[[
   Keep the places of many waiters alive in one call: each client refreshes its own waiters.
-  KEYS[4i-3..4i]  lock hash, queue, deadlines, hand-off marker of the i-th waiter's lock
+  KEYS[5i-4..5i]  lock hash, queue, deadlines, hand-off marker, hand-off channel of the i-th
+                  waiter's lock (see fair/acquire.lua)
   ARGV[1]         waiter timeout in ms
-  ARGV[1+i]       the i-th waiting owner id
+  ARGV[2]         'publish', or 'spublish' when notifications are sharded
+  ARGV[2+i]       the i-th waiting owner id
   Returns         a table: 1 the place is kept, 0 it is gone (given up, dropped, or handed the lock)
 
   Dead waiters are dropped on the way, and a lock found free with waiters queued is handed on, so
@@ -10,21 +12,23 @@
 ]]
 --@include include/fair-queue.lua
 
+sharded = ARGV[2] == 'spublish'
 local now = server_now()
 local timeout = tonumber(ARGV[1])
 local kept = {}
 -- Many waiters of one batch often wait on the same lock: drop its dead waiters only once.
 local purged = {}
-for i = 1, #ARGV - 1 do
-  local deadlines = KEYS[4 * i - 1]
+local waiters = #ARGV - 2
+for i = 1, waiters do
+  local deadlines = KEYS[5 * i - 2]
   if not purged[deadlines] then
     purged[deadlines] = true
-    purge_dead(KEYS[4 * i - 2], deadlines, now)
+    purge_dead(KEYS[5 * i - 3], deadlines, now)
   end
   -- XX: refresh a place that exists, never create one. CH answers 0 for an unchanged score too
   -- (two refreshes in one ms), so only then is the place looked up.
-  local changed = redis.call('zadd', deadlines, 'XX', 'CH', now + timeout, ARGV[i + 1])
-  if changed == 1 or redis.call('zscore', deadlines, ARGV[i + 1]) then
+  local changed = redis.call('zadd', deadlines, 'XX', 'CH', now + timeout, ARGV[i + 2])
+  if changed == 1 or redis.call('zscore', deadlines, ARGV[i + 2]) then
     kept[i] = 1
   else
     kept[i] = 0
@@ -32,9 +36,9 @@ for i = 1, #ARGV - 1 do
 end
 -- Then hand on every lock that is free with waiters queued (its last holder died or ran out).
 for deadlines in pairs(purged) do
-  for i = 1, #ARGV - 1 do
-    if KEYS[4 * i - 1] == deadlines then
-      hand_on(KEYS[4 * i - 3], KEYS[4 * i - 2], deadlines, KEYS[4 * i], now, timeout)
+  for i = 1, waiters do
+    if KEYS[5 * i - 2] == deadlines then
+      hand_on(KEYS[5 * i - 4], KEYS[5 * i - 3], deadlines, KEYS[5 * i - 1], KEYS[5 * i], now, timeout)
       break
     end
   end

@@ -1,11 +1,18 @@
 --[[
   Helpers shared by the fair lock scripts, pasted in where a script says
-  "--@include include/fair-queue.lua". A fair lock `name` has four keys:
+  "--@include include/fair-queue.lua". A fair lock `name` has four keys and a channel:
     lock       hash at `name`: field owner id -> hold count (Redisson layout)
     queue      list of waiting owner ids, in arrival order
     deadlines  zset owner id -> server time (ms) when its place expires unless refreshed
     marker     the owner a release handed the lock to, until that owner confirms
+    channel    where hand-offs are announced when notifications are sharded
+  A script that may announce sets `sharded` first (from its ARGV).
 ]]
+
+-- Classic: a hand-off is published on the client channel of the owner it names, heard by that
+-- client alone. Sharded (a cluster's shard channels must live in the script's slot): it goes to
+-- the lock's own channel, where the clients with waiters on this lock listen.
+local sharded = false
 
 -- Server time in ms: deadlines never depend on client clocks.
 local function server_now()
@@ -18,12 +25,22 @@ local function client_channel(owner)
   return 'rlock_client__channel:{' .. string.match(owner, '^(.*):%d+$') .. '}'
 end
 
+-- Tells one waiting owner something about lock `lock`: 'granted' or 'recheck'.
+local function notify(channel, owner, kind, lock)
+  local message = kind .. '\n' .. owner .. '\n' .. lock
+  if sharded then
+    redis.call('spublish', channel, message)
+  else
+    redis.call('publish', client_channel(owner), message)
+  end
+end
+
 -- Tells the head of the queue to look again: the lock's ttl it last saw may be a hand-off's
 -- provisional one, and the shorter lease that replaces it may end without a release.
-local function recheck_head(lock, queue)
+local function recheck_head(lock, queue, channel)
   local head = redis.call('lindex', queue, 0)
   if head then
-    redis.call('publish', client_channel(head), 'recheck\n' .. head .. '\n' .. lock)
+    notify(channel, head, 'recheck', lock)
   end
 end
 
@@ -40,7 +57,7 @@ end
 -- woken waiter holds the lock without another round trip. The grant is provisional (ttl = the
 -- waiter timeout, marker set) until the head confirms it with its own lease: a head that died
 -- meanwhile blocks the queue no longer than any dead waiter would.
-local function hand_on(lock, queue, deadlines, marker, now, provisional_ms)
+local function hand_on(lock, queue, deadlines, marker, channel, now, provisional_ms)
   if redis.call('exists', lock) == 1 then return end
   purge_dead(queue, deadlines, now)
   local head = redis.call('lpop', queue)
@@ -49,5 +66,5 @@ local function hand_on(lock, queue, deadlines, marker, now, provisional_ms)
   redis.call('hset', lock, head, 1)
   redis.call('pexpire', lock, provisional_ms)
   redis.call('set', marker, head, 'px', provisional_ms)
-  redis.call('publish', client_channel(head), 'granted\n' .. head .. '\n' .. lock)
+  notify(channel, head, 'granted', lock)
 end

@@ -6,6 +6,7 @@
   ARGV[1]  owner id
   ARGV[2]  how long the latch remembers this release at least, in ms (the released hold's lease)
   ARGV[3]  unlock message (Redisson's 0)
+  ARGV[4]  'publish', or 'spublish' when notifications are sharded (a cluster's shard channels)
   Returns  1 when the lock is now free, 0 when the owner still holds it, nil when the owner held nothing
 
   A re-sent release answers what the first run answered instead of releasing a second hold or
@@ -18,6 +19,6 @@ local replayed = release_replayed(KEYS[3])
 if replayed then return replayed end
 local freed = remove_hold(KEYS[1], ARGV[1], KEYS[3], tonumber(ARGV[2]))
 if freed == 1 then
-  redis.call('publish', KEYS[2], ARGV[3])
+  redis.call(ARGV[4], KEYS[2], ARGV[3])
 end
 return freed

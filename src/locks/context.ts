@@ -2,6 +2,7 @@ import type { FairWaiters } from '../fair-waiters';
 import type { HoldBook } from '../holds';
 import type { Subscriber } from '../pubsub';
 import type { RedisConnection } from '../redis';
+import type { PublishCommand } from '../scripts';
 import type { Watchdog } from '../watchdog';
 
 /** What a lock handle needs from the LockClient that made it. */
@@ -17,7 +18,9 @@ export interface LockContext {
   readonly watchdog: Watchdog;
   /** Aborts, with a ClientClosedError, when the client closes. */
   readonly closing: AbortSignal;
-  subscriber(): Subscriber;
+  subscriber(): Promise<Subscriber>;
+  /** How releases are announced: classic pub/sub, or the cluster's shard channels. */
+  publishCommand(): Promise<PublishCommand>;
   /** A request id unique to this client, for latches. */
   newRequestId(): string;
 }

@@ -5,6 +5,8 @@ import {
   forceReleaseFairLock,
   leaveFairQueue,
   releaseFairLock,
+  type FairKeys,
+  type PublishCommand,
 } from '../scripts';
 import type { AttemptKind, WakeSource } from '../wait';
 import { BaseLock } from './base-lock';
@@ -14,8 +16,9 @@ import type { LockContext } from './context';
  * The fair lock: waiters acquire in the order they reached Redis, across processes.
  *
  * A waiter's place lives in a Redis queue, kept alive by its client's watchdog timer; a release
- * grants the lock straight to the head of the queue and tells only that owner's client, on the
- * client's own channel, so the woken waiter holds the lock without another round trip.
+ * grants the lock straight to the head of the queue and tells only that owner's client (on the
+ * client's own channel, or with sharded pub/sub on the lock's channel, which only clients waiting
+ * on this lock hear), so the woken waiter holds the lock without another round trip.
  */
 export class FairLock extends BaseLock {
   private readonly keys: FairLockKeys;
@@ -26,9 +29,9 @@ export class FairLock extends BaseLock {
     this.keys = fairLockKeys(this.name);
   }
 
-  private get queueKeys(): [string, string, string, string] {
-    const { lock, queue, deadlines, marker } = this.keys;
-    return [lock, queue, deadlines, marker];
+  private get queueKeys(): FairKeys {
+    const { lock, queue, deadlines, marker, handoffChannel } = this.keys;
+    return [lock, queue, deadlines, marker, handoffChannel];
   }
 
   protected async attempt(
@@ -37,10 +40,11 @@ export class FairLock extends BaseLock {
     latch: string,
     kind: AttemptKind,
   ): Promise<number | null> {
+    const publish = await this.context.publishCommand();
     const ttl = await acquireFairLock(
       this.context.redis,
       [...this.queueKeys, latch],
-      [leaseMs, owner, this.context.fairLockWaitTimeout, kind],
+      [leaseMs, owner, this.context.fairLockWaitTimeout, kind, publish],
     );
     if (ttl !== null && kind !== 'try') {
       this.context.fairWaiters.markQueued(this.name, owner);
@@ -49,36 +53,58 @@ export class FairLock extends BaseLock {
     return ttl;
   }
 
-  protected release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
+  protected async release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
+    const publish = await this.context.publishCommand();
     return releaseFairLock(
       this.context.redis,
       [...this.queueKeys, latch],
-      [owner, latchMs, this.context.fairLockWaitTimeout],
+      [owner, latchMs, this.context.fairLockWaitTimeout, publish],
     );
   }
 
   protected async forceRelease(): Promise<boolean> {
-    return (
-      (await forceReleaseFairLock(this.context.redis, this.queueKeys, [this.context.fairLockWaitTimeout])) ===
-      1
-    );
+    const args: [number, PublishCommand] = [
+      this.context.fairLockWaitTimeout,
+      await this.context.publishCommand(),
+    ];
+    return (await forceReleaseFairLock(this.context.redis, this.queueKeys, args)) === 1;
   }
 
   /**
-   * Hand-offs arrive on the client's own channel, which must be subscribed before this owner can
-   * join the queue. One owner waits on one fair lock at a time: a second wait of the same owner
-   * starts when the first ends (and then re-enters, or waits its turn).
+   * Hand-offs must be heard before this owner joins the queue. Classic pub/sub brings them on the
+   * client's own channel, subscribed once for all waits; sharded pub/sub on the lock's own channel,
+   * in the lock's slot, subscribed while this client has waiters on the lock. One owner waits on
+   * one fair lock at a time: a second wait of the same owner starts when the first ends (and then
+   * re-enters, or waits its turn).
    */
   protected async openWakeSource(owner: string): Promise<WakeSource> {
-    await this.context.subscriber().ready();
-    return this.context.fairWaiters.register(this.name, owner, this.keys);
+    const subscriber = await this.context.subscriber();
+    if ((await this.context.publishCommand()) === 'publish') {
+      await subscriber.ready();
+      return this.context.fairWaiters.register(this.name, owner, this.keys);
+    }
+    const channel = await subscriber.subscribe(this.keys.handoffChannel, { addressed: true });
+    const waiter = await this.context.fairWaiters.register(this.name, owner, this.keys);
+    return {
+      sleep: (ms, signal) => waiter.sleep(ms, signal),
+      release: () => {
+        waiter.release();
+        channel.release();
+      },
+    };
   }
 
-  protected override giveUp(owner: string): Promise<unknown> {
-    return leaveFairQueue(this.context.redis, this.queueKeys, [owner, this.context.fairLockWaitTimeout]);
+  protected override async giveUp(owner: string): Promise<unknown> {
+    const publish = await this.context.publishCommand();
+    return leaveFairQueue(this.context.redis, this.queueKeys, [
+      owner,
+      this.context.fairLockWaitTimeout,
+      publish,
+    ]);
   }
 
   protected override async confirmHandoff(owner: string, leaseMs: number): Promise<boolean> {
-    return (await confirmFairHandoff(this.context.redis, this.queueKeys, [owner, leaseMs])) === 1;
+    const publish = await this.context.publishCommand();
+    return (await confirmFairHandoff(this.context.redis, this.queueKeys, [owner, leaseMs, publish])) === 1;
   }
 }

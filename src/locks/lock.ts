@@ -18,23 +18,22 @@ export class ReentrantLock extends BaseLock {
     return acquireLock(this.context.redis, [this.keys.lock, latch], [leaseMs, owner]);
   }
 
-  protected release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
+  protected async release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
     return releaseLock(
       this.context.redis,
       [this.keys.lock, this.keys.channel, latch],
-      [owner, latchMs, UNLOCK_MESSAGE],
+      [owner, latchMs, UNLOCK_MESSAGE, await this.context.publishCommand()],
     );
   }
 
   protected async forceRelease(): Promise<boolean> {
-    return (
-      (await forceReleaseLock(this.context.redis, [this.keys.lock, this.keys.channel], [UNLOCK_MESSAGE])) ===
-      1
-    );
+    const publish = await this.context.publishCommand();
+    const keys: [string, string] = [this.keys.lock, this.keys.channel];
+    return (await forceReleaseLock(this.context.redis, keys, [UNLOCK_MESSAGE, publish])) === 1;
   }
 
   /** Waiters listen on the lock's release channel (Redisson's), shared per client. */
-  protected openWakeSource(): Promise<WakeSource> {
-    return this.context.subscriber().subscribe(this.keys.channel);
+  protected async openWakeSource(): Promise<WakeSource> {
+    return (await this.context.subscriber()).subscribe(this.keys.channel);
   }
 }

@@ -1,0 +1,52 @@
+import { ClusterLink, SingleLink, type LinkHandlers, type PubSubLink } from './pubsub-links';
+import { isCluster, type RedisConnection } from './redis';
+import type { PublishCommand } from './scripts';
+
+/**
+ * Which pub/sub carries release notifications. 'sharded' (SPUBLISH / SSUBSCRIBE, Redis 7) keeps a
+ * lock's notifications on the shard that holds the lock, instead of broadcasting every release to
+ * every node of a cluster; 'classic' is PUBLISH / SUBSCRIBE. 'auto' picks sharded on a cluster
+ * whose servers have it, as Redisson does, so both libraries hear each other on one cluster.
+ */
+export type PubSubMode = 'classic' | 'sharded';
+export type PubSubOption = 'auto' | PubSubMode;
+
+export const PUBSUB_OPTIONS: readonly PubSubOption[] = ['auto', 'sharded', 'classic'];
+
+export async function resolvePubSubMode(redis: RedisConnection, option: PubSubOption): Promise<PubSubMode> {
+  if (option !== 'auto') return option;
+  if (!isCluster(redis)) return 'classic';
+  const probe = (redis as { spublish?: (channel: string, message: string) => Promise<unknown> }).spublish;
+  if (typeof probe !== 'function') return 'classic';
+  try {
+    // Nobody listens on this channel; the answer only shows that the servers know the command.
+    await probe.call(redis, 'rlock_pubsub_probe', '');
+    return 'sharded';
+  } catch (error) {
+    if (/unknown command/i.test(String((error as Error)?.message))) return 'classic';
+    throw error;
+  }
+}
+
+export function publishCommandOf(mode: PubSubMode): PublishCommand {
+  return mode === 'sharded' ? 'spublish' : 'publish';
+}
+
+/**
+ * The connections for a client's pub/sub: per node of a cluster, otherwise one `connection`
+ * (the caller's subscriber option, or a duplicate of the command connection).
+ */
+export function openLink(
+  redis: RedisConnection,
+  mode: PubSubMode,
+  homeChannel: string,
+  subscriber: { connection: RedisConnection; owned: boolean } | undefined,
+  handlers: LinkHandlers,
+): PubSubLink {
+  if (isCluster(redis)) return new ClusterLink(redis, mode === 'sharded', homeChannel, handlers);
+  const { connection, owned } = subscriber ?? {
+    connection: (redis as unknown as { duplicate(): RedisConnection }).duplicate(),
+    owned: true,
+  };
+  return new SingleLink(connection, owned, mode === 'sharded', handlers);
+}
