@@ -1,18 +1,44 @@
 import type { Config } from 'jest';
 
-const config: Config = {
+const common: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/__tests__'],
-  testMatch: ['**/*.test.ts'],
-  // The fault-injection suite runs on its own: npm run test:faults.
-  testPathIgnorePatterns: ['/node_modules/', '/__tests__/faults/'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
-  // Every file starts its own redis-server; timing-sensitive suites should not fight for two cores.
+  slowTestThreshold: 10,
+};
+
+/** The test files whose behaviour must hold on every deployment; the cluster project reruns them. */
+const PORTABLE = [
+  'lock',
+  'ownership',
+  'waiting',
+  'watchdog',
+  'fair-lock',
+  'fenced-lock',
+  'processes',
+  'fair-processes',
+].map((file) => `<rootDir>/__tests__/${file}.test.ts`);
+
+const config: Config = {
+  projects: [
+    {
+      ...common,
+      displayName: 'standalone',
+      testMatch: ['<rootDir>/__tests__/*.test.ts'],
+    },
+    {
+      ...common,
+      displayName: 'cluster',
+      // The same files on a 3-master Redis Cluster, plus what only a cluster has.
+      testMatch: [...PORTABLE, '<rootDir>/__tests__/cluster/*.test.ts'],
+      setupFiles: ['<rootDir>/__tests__/helpers/cluster-deployment.ts'],
+    },
+  ],
+  // Every file starts its own Redis; timing-sensitive suites should not fight for two cores.
   maxWorkers: 2,
   testTimeout: 30_000,
-  slowTestThreshold: 10,
 };
 
 export default config;

@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import type { LockClient, LockLostEvent, RLock } from '../src';
 import { fifoViolations } from './helpers/fifo';
 import { useRedis } from './helpers/setup';
-import { commandCalls, eventually, sleep } from './helpers/wait';
+import { eventually, sleep } from './helpers/wait';
 
 const queueKey = (name: string): string => `rlock_fair_queue:{${name}}`;
 const deadlinesKey = (name: string): string => `rlock_fair_deadlines:{${name}}`;
@@ -81,14 +81,14 @@ describe('fair lock', () => {
       await lock.unlock();
     });
     await sleep(50);
-    await admin.config('RESETSTAT');
+    await redis.resetStats();
     const releasedAt = performance.now();
     await holder.unlock();
     await eventually('hand-off', () => heldAt > 0);
     expect(heldAt - releasedAt).toBeLessThan(500);
     await sleep(50);
     // The release, the confirmation (in the background) and the waiter's own unlock.
-    expect((await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'))).toBe(3);
+    expect(await redis.scriptCalls()).toBe(3);
   });
 
   test('a waiter that times out leaves no place behind', async () => {
@@ -180,7 +180,7 @@ describe('fair lock', () => {
       gotAt = performance.now();
       await lock.unlock();
     });
-    await admin.client('KILL', 'TYPE', 'pubsub');
+    await redis.killPubSub();
     const releasedAt = performance.now();
     await holder.unlock();
     await eventually('waiter holds', () => gotAt > 0, 5_000);

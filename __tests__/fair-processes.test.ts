@@ -11,7 +11,7 @@ describe('fair lock across processes', () => {
 
   test('8 processes acquire in the order they arrived', async () => {
     const admin = redis.admin();
-    const port = String(redis.server().port);
+    const port = String(redis.port());
     const holder = redis.client().getFairLock('arrivals');
     await holder.lock();
     const workers: Worker[] = [];
@@ -32,7 +32,7 @@ describe('fair lock across processes', () => {
 
   test('6 processes under sustained contention: no overlap, grants in the order Redis queued them', async () => {
     const admin = redis.admin();
-    const port = String(redis.server().port);
+    const port = String(redis.port());
     const workers = Array.from({ length: 6 }, () => startWorker([port, 'loop', 'busy', '3000'], FAIR));
     const snapshots: string[][] = [];
     let running = true;
@@ -56,7 +56,7 @@ describe('fair lock across processes', () => {
 
   test('a waiter killed with SIGKILL delays the next one by at most fairLockWaitTimeout plus a margin', async () => {
     const admin = redis.admin();
-    const port = String(redis.server().port);
+    const port = String(redis.port());
     const client = redis.client({ fairLockWaitTimeout: 1_000 });
     const holder = client.getFairLock('dead-waiter');
     await holder.lock();
@@ -86,7 +86,7 @@ describe('fair lock across processes', () => {
 
   test('a holder process killed with SIGKILL: the head of the queue takes over within watchdogTimeout', async () => {
     const admin = redis.admin();
-    const holder = startWorker([String(redis.server().port), 'hold', 'dead-holder'], {
+    const holder = startWorker([String(redis.port()), 'hold', 'dead-holder'], {
       ...FAIR,
       WATCHDOG_TIMEOUT: '1500',
     });

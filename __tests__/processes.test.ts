@@ -5,7 +5,7 @@ describe('across processes', () => {
   const redis = useRedis();
 
   test('4 worker processes keep a non-atomic counter exact, with no overlapping holds', async () => {
-    const port = String(redis.server().port);
+    const port = String(redis.port());
     const workers = Array.from({ length: 4 }, () => startWorker([port, 'counter', 'shared', '40']));
     const reports = await Promise.all(workers.map((worker) => worker.firstMessage));
     expect(reports).toEqual(['done', 'done', 'done', 'done']);
@@ -14,7 +14,7 @@ describe('across processes', () => {
   }, 60_000);
 
   test('a holder killed with SIGKILL frees the lock within watchdogTimeout', async () => {
-    const { child, firstMessage } = startWorker([String(redis.server().port), 'hold', 'crash'], {
+    const { child, firstMessage } = startWorker([String(redis.port()), 'hold', 'crash'], {
       WATCHDOG_TIMEOUT: '1500',
     });
     expect(await firstMessage).toBe('locked');
@@ -27,7 +27,7 @@ describe('across processes', () => {
   }, 30_000);
 
   test('a holder in another process excludes this one until it is gone', async () => {
-    const { child, firstMessage } = startWorker([String(redis.server().port), 'hold', 'remote']);
+    const { child, firstMessage } = startWorker([String(redis.port()), 'hold', 'remote']);
     expect(await firstMessage).toBe('locked');
     const lock = redis.client().getLock('remote');
     expect(await lock.tryLock(300)).toBe(false);

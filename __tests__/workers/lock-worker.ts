@@ -11,15 +11,15 @@
  *            on the message 'write' writes <lockName>:store through the token check and reports
  *            'wrote:<1|0>:aborted:<true|false>'
  */
-import Redis from 'ioredis';
 import { LockClient } from '../../src';
+import { connectTo } from '../helpers/deployment';
 import { FENCED_WRITE } from '../helpers/fenced-store';
 
 const [port, mode, name = '', n = '0'] = process.argv.slice(2);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
-  const redis = new Redis({ port: Number(port), host: '127.0.0.1' });
+  const redis = connectTo(Number(port));
   const client = new LockClient(redis, {
     watchdogTimeout: Number(process.env.WATCHDOG_TIMEOUT ?? 30_000),
     fairLockWaitTimeout: Number(process.env.FAIR_LOCK_WAIT_TIMEOUT ?? 10_000),

@@ -1,0 +1,147 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cluster, type ClusterOptions } from 'ioredis';
+import { startRedis, type RedisServer } from './redis-server';
+
+/**
+ * A throwaway Redis Cluster: `masters` redis-server processes with --cluster-enabled (plus
+ * `replicas` per master), joined by `redis-cli --cluster create`, on free loopback ports.
+ */
+export interface RedisClusterServers {
+  /** Every node, masters first as redis-cli assigned them. */
+  readonly nodes: RedisServer[];
+  /** A node to start from (ioredis discovers the rest). */
+  readonly seedPort: number;
+  /** A new Cluster connection, closed by stop(). */
+  connect(options?: ClusterOptions): Cluster;
+  /** The node that serves `key` now (asks the cluster). */
+  masterOf(key: string): Promise<RedisServer>;
+  /** Empties every master. */
+  flushAll(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ClusterShape {
+  masters?: number;
+  replicas?: number;
+  /** cluster-node-timeout: how long a node may be silent before failover starts, in ms. */
+  nodeTimeout?: number;
+}
+
+export async function startCluster({
+  masters = 3,
+  replicas = 0,
+  nodeTimeout = 1_000,
+}: ClusterShape = {}): Promise<RedisClusterServers> {
+  const dirs: string[] = [];
+  const nodes = await Promise.all(
+    Array.from({ length: masters * (1 + replicas) }, () => {
+      const dir = mkdtempSync(join(tmpdir(), 'rlock-cluster-'));
+      dirs.push(dir);
+      return startRedis([
+        '--cluster-enabled',
+        'yes',
+        '--dir',
+        dir,
+        '--cluster-node-timeout',
+        String(nodeTimeout),
+        // A replica cut off for a while may still take over (tests stop and kill nodes at will).
+        '--cluster-replica-validity-factor',
+        '0',
+      ]);
+    }),
+  );
+  const connections: Cluster[] = [];
+  const stop = async (): Promise<void> => {
+    for (const connection of connections.splice(0)) connection.disconnect();
+    await Promise.all(nodes.map((node) => node.stop()));
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes.map((node) => `127.0.0.1:${node.port}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ]);
+    await waitUntilConsistent(nodes);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const seedPort = (nodes[0] as RedisServer).port;
+  const admin = (): Cluster => {
+    const connection = new Cluster([{ host: '127.0.0.1', port: seedPort }]);
+    connection.on('error', () => undefined);
+    connections.push(connection);
+    return connection;
+  };
+  let adminConnection: Cluster | undefined;
+  return {
+    nodes,
+    seedPort,
+    connect(options: ClusterOptions = {}) {
+      const connection = new Cluster([{ host: '127.0.0.1', port: seedPort }], options);
+      connection.on('error', () => undefined);
+      connections.push(connection);
+      return connection;
+    },
+    async masterOf(key) {
+      adminConnection ??= admin();
+      const slot = Number(await adminConnection.cluster('KEYSLOT', key));
+      const ranges = (await adminConnection.cluster('SLOTS')) as unknown as Array<
+        [number, number, [string, number]]
+      >;
+      const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+      const port = range?.[2][1];
+      const node = nodes.find((candidate) => candidate.port === port);
+      if (!node) throw new Error(`no master serves slot ${slot}`);
+      return node;
+    },
+    async flushAll() {
+      adminConnection ??= admin();
+      await Promise.all(adminConnection.nodes('master').map((node) => node.flushall()));
+    },
+    stop,
+  };
+}
+
+function run(command: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${output}`)),
+    );
+  });
+}
+
+/** Every node reports the cluster healthy and knows every node: ready for clients. */
+async function waitUntilConsistent(nodes: RedisServer[]): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (const node of nodes) {
+    const connection = node.connect();
+    try {
+      for (;;) {
+        const info = String(await connection.cluster('INFO'));
+        const known = String(await connection.cluster('NODES'))
+          .trim()
+          .split('\n').length;
+        if (info.includes('cluster_state:ok') && known === nodes.length) break;
+        if (Date.now() > deadline) throw new Error(`cluster not consistent on ${node.port}:\n${info}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      connection.disconnect();
+    }
+  }
+}
