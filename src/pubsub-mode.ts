@@ -16,16 +16,11 @@ export const PUBSUB_OPTIONS: readonly PubSubOption[] = ['auto', 'sharded', 'clas
 export async function resolvePubSubMode(redis: RedisConnection, option: PubSubOption): Promise<PubSubMode> {
   if (option !== 'auto') return option;
   if (!isCluster(redis)) return 'classic';
-  const probe = (redis as { spublish?: (channel: string, message: string) => Promise<unknown> }).spublish;
-  if (typeof probe !== 'function') return 'classic';
-  try {
-    // Nobody listens on this channel; the answer only shows that the servers know the command.
-    await probe.call(redis, 'rlock_pubsub_probe', '');
-    return 'sharded';
-  } catch (error) {
-    if (/unknown command/i.test(String((error as Error)?.message))) return 'classic';
-    throw error;
-  }
+  const { command } = redis as { command?: (...args: string[]) => Promise<unknown> };
+  if (typeof command !== 'function') return 'classic';
+  // COMMAND INFO answers nil for a command the server does not know (Redis before 7).
+  const [info] = (await command.call(redis, 'INFO', 'SPUBLISH')) as unknown[];
+  return info ? 'sharded' : 'classic';
 }
 
 export function publishCommandOf(mode: PubSubMode): PublishCommand {

@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, type ClusterOptions } from 'ioredis';
-import { startRedis, type RedisServer } from './redis-server';
+import type Redis from 'ioredis';
+import { hashSlot } from '../../src/slots';
+import { closeNow, startRedis, type RedisServer } from './redis-server';
 
 /**
  * A throwaway Redis Cluster: `masters` redis-server processes with --cluster-enabled (plus
@@ -18,6 +20,8 @@ export interface RedisClusterServers {
   connect(options?: ClusterOptions): Cluster;
   /** The node that serves `key` now (asks the cluster). */
   masterOf(key: string): Promise<RedisServer>;
+  /** A replica of `master`. */
+  replicaOf(master: RedisServer): Promise<RedisServer>;
   /** Empties every master. */
   flushAll(): Promise<void>;
   stop(): Promise<void>;
@@ -68,7 +72,7 @@ export async function startCluster({
       String(replicas),
       '--cluster-yes',
     ]);
-    await waitUntilConsistent(nodes);
+    await waitUntilConsistent(nodes, replicas);
   } catch (error) {
     await stop();
     throw error;
@@ -91,9 +95,8 @@ export async function startCluster({
       return connection;
     },
     async masterOf(key) {
-      adminConnection ??= admin();
-      const slot = Number(await adminConnection.cluster('KEYSLOT', key));
-      const ranges = (await adminConnection.cluster('SLOTS')) as unknown as Array<
+      const slot = hashSlot(key);
+      const ranges = (await askAnyNode(nodes, (node) => node.cluster('SLOTS'))) as unknown as Array<
         [number, number, [string, number]]
       >;
       const range = ranges.find(([from, to]) => slot >= from && slot <= to);
@@ -102,12 +105,48 @@ export async function startCluster({
       if (!node) throw new Error(`no master serves slot ${slot}`);
       return node;
     },
+    async replicaOf(master) {
+      const lines = String(await askAnyNode(nodes, (node) => node.cluster('NODES')))
+        .trim()
+        .split('\n');
+      const fields = lines.map((line) => line.split(' '));
+      const masterId = fields.find(([, address]) => address?.startsWith(`127.0.0.1:${master.port}@`))?.[0];
+      const replica = fields.find(([, , flags, parent]) => flags?.includes('slave') && parent === masterId);
+      const port = Number(replica?.[1]?.split(/[:@]/)[1]);
+      const node = nodes.find((candidate) => candidate.port === port);
+      if (!node) throw new Error(`no replica of ${master.port}`);
+      return node;
+    },
     async flushAll() {
       adminConnection ??= admin();
       await Promise.all(adminConnection.nodes('master').map((node) => node.flushall()));
     },
     stop,
   };
+}
+
+/**
+ * Asks the first node that answers: the test may have killed or frozen some. (A Cluster
+ * connection would queue the question on a dead node.)
+ */
+async function askAnyNode<T>(nodes: RedisServer[], question: (node: Redis) => Promise<T>): Promise<T> {
+  let lastError: unknown;
+  for (const node of nodes) {
+    const connection = node.connect({
+      retryStrategy: () => null,
+      enableOfflineQueue: false,
+      commandTimeout: 300,
+    });
+    try {
+      await new Promise((resolve, reject) => connection.once('ready', resolve).once('end', reject));
+      return await question(connection);
+    } catch (error) {
+      lastError = error;
+    } finally {
+      closeNow(connection);
+    }
+  }
+  throw lastError;
 }
 
 function run(command: string, args: string[]): Promise<void> {
@@ -125,8 +164,11 @@ function run(command: string, args: string[]): Promise<void> {
   });
 }
 
-/** Every node reports the cluster healthy and knows every node: ready for clients. */
-async function waitUntilConsistent(nodes: RedisServer[]): Promise<void> {
+/**
+ * Every node reports the cluster healthy and knows every node, and every master's replicas are
+ * in sync: ready for clients.
+ */
+async function waitUntilConsistent(nodes: RedisServer[], replicas: number): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (const node of nodes) {
     const connection = node.connect();
@@ -136,7 +178,11 @@ async function waitUntilConsistent(nodes: RedisServer[]): Promise<void> {
         const known = String(await connection.cluster('NODES'))
           .trim()
           .split('\n').length;
-        if (info.includes('cluster_state:ok') && known === nodes.length) break;
+        const replication = await connection.info('replication');
+        const synced =
+          !replication.includes('role:master') ||
+          (replication.match(/state=online/g) ?? []).length === replicas;
+        if (info.includes('cluster_state:ok') && known === nodes.length && synced) break;
         if (Date.now() > deadline) throw new Error(`cluster not consistent on ${node.port}:\n${info}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

@@ -12,6 +12,9 @@ export interface RedisServer {
   connect(options?: RedisOptions): Redis;
   /** Stops the process (data gone) and starts a fresh one on the same port. */
   restart(): Promise<void>;
+  /** SIGSTOP / SIGCONT: the server stays connected but answers nothing meanwhile. */
+  freeze(): void;
+  thaw(): void;
   stop(): Promise<void>;
 }
 
@@ -136,6 +139,12 @@ export async function startRedis(extraArgs: string[] = []): Promise<RedisServer>
     async restart() {
       await kill(child);
       child = await launch(port, extraArgs);
+    },
+    freeze() {
+      child.kill('SIGSTOP');
+    },
+    thaw() {
+      child.kill('SIGCONT');
     },
     async stop() {
       for (const connection of connections.splice(0)) closeNow(connection);

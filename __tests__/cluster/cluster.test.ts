@@ -1,0 +1,132 @@
+import type Redis from 'ioredis';
+import { type LockLostEvent } from '../../src';
+import { hashSlot } from '../../src/slots';
+import { useRedis } from '../helpers/setup';
+import { sleep } from '../helpers/wait';
+
+/**
+ * What only a cluster has: slots, sharded pub/sub, per-slot batches. Runs in the cluster project
+ * (a 3-master cluster); the portable test files prove the rest of the behaviour there too.
+ */
+describe('on a Redis Cluster', () => {
+  const redis = useRedis();
+
+  /** Every key in the cluster, with its slot. */
+  async function keysBySlot(): Promise<Map<number, string[]>> {
+    const keys = (await redis.everyMaster((node) => node.keys('*'))).flat();
+    const slots = new Map<number, string[]>();
+    for (const key of keys) slots.set(hashSlot(key), [...(slots.get(hashSlot(key)) ?? []), key]);
+    return slots;
+  }
+
+  test.each(['orders:1', '{tenant-7}:orders', 'a{b', 'a}b', '{}x', '}{', 'x{}'])(
+    'every key of lock %j lives in one slot, and every lock kind works on it',
+    async (name) => {
+      const client = redis.client();
+      const other = redis.client();
+      const fair = client.getFairLock(name);
+      await fair.lock(10_000);
+      // A waiter on the fair lock puts queue, deadlines and hand-off keys next to the hash.
+      const waiting = other.getFairLock(name).tryLock(5_000, 5_000);
+      await sleep(100);
+      const fenced = await other.getFencedLock(`${name}`).tryLockAndGetToken(0, 5_000);
+      expect(fenced).toBeNull();
+      const slots = await keysBySlot();
+      expect([...slots.keys()]).toEqual([hashSlot(name)]);
+      expect(slots.get(hashSlot(name))).toEqual(expect.arrayContaining([name]));
+      await fair.unlock();
+      expect(await waiting).toBe(true);
+      await other.getFairLock(name).forceUnlock();
+      const token = await client.getFencedLock(name).tryLockAndGetToken(0, 5_000);
+      expect(token).toBeGreaterThan(0);
+      expect([...(await keysBySlot()).keys()]).toEqual([hashSlot(name)]);
+    },
+  );
+
+  /** PUBSUB counters of one node: [classic subscribers, shard subscribers] of a channel. */
+  async function subscribers(node: Redis, channel: string): Promise<[number, number]> {
+    const classic = (await node.call('PUBSUB', 'NUMSUB', channel)) as [string, number];
+    const sharded = (await node.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number];
+    return [Number(classic[1]), Number(sharded[1])];
+  }
+
+  test('a waiter listens with SSUBSCRIBE on the master of its lock, and a release reaches that shard only', async () => {
+    const holder = redis.client();
+    const waiter = redis.client();
+    const lock = holder.getLock('sharded');
+    await lock.lock();
+    const waiting = waiter.getLock('sharded').tryLock(5_000);
+    await sleep(200);
+    const channel = 'redisson_lock__channel:{sharded}';
+    const counts = await redis.everyMaster((node) => subscribers(node, channel));
+    // One master has the shard subscription; nobody has a classic one.
+    expect(counts.filter(([, sharded]) => sharded === 1)).toHaveLength(1);
+    expect(counts.every(([classic]) => classic === 0)).toBe(true);
+    await redis.resetStats();
+    await lock.unlock();
+    expect(await waiting).toBe(true);
+    expect(await redis.commandCalls('publish')).toBe(0);
+    expect(await redis.commandCalls('spublish')).toBe(1);
+  });
+
+  test("pubSub: 'classic' works on a cluster too (PUBLISH, broadcast by the cluster bus)", async () => {
+    await redis.resetStats();
+    const holder = redis.client({ pubSub: 'classic' });
+    const waiter = redis.client({ pubSub: 'classic' });
+    for (const name of ['classic-a', 'classic-b', 'classic-c']) {
+      const lock = holder.getLock(name);
+      await lock.lock();
+      const waiting = waiter.getLock(name).tryLock(5_000);
+      await sleep(100);
+      const started = performance.now();
+      await lock.unlock();
+      expect(await waiting).toBe(true);
+      // Woken by the message, not by the 30 s lease running out.
+      expect(performance.now() - started).toBeLessThan(1_000);
+    }
+    const fair = holder.getFairLock('classic-fair');
+    await fair.lock();
+    const fairWaiting = waiter.getFairLock('classic-fair').tryLock(5_000);
+    await sleep(100);
+    await fair.unlock();
+    expect(await fairWaiting).toBe(true);
+    expect(await redis.commandCalls('spublish')).toBe(0);
+  });
+
+  test('the watchdog renews locks spread over many slots with one script call per slot', async () => {
+    const client = redis.client({ watchdogTimeout: 900 });
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    // 12 slots, 10 locks in each (a shared hash tag per group).
+    const names = Array.from({ length: 120 }, (_, i) => `{group-${i % 12}}:lock-${i}`);
+    const slots = new Set(names.map(hashSlot));
+    expect(slots.size).toBe(12);
+    const locks = names.map((name) => client.getLock(name));
+    await Promise.all(locks.map((lock) => lock.lock()));
+    await sleep(100);
+    await redis.resetStats();
+    await sleep(1_000); // about three periods of 300 ms
+    const calls = await redis.scriptCalls();
+    expect(calls % slots.size).toBe(0);
+    expect(calls / slots.size).toBeGreaterThanOrEqual(2);
+    expect(calls / slots.size).toBeLessThanOrEqual(4);
+    expect(lost).toEqual([]);
+    const held = await Promise.all(locks.map((lock) => lock.remainTimeToLive()));
+    expect(held.every((ttl) => ttl > 0 && ttl <= 900)).toBe(true);
+    await Promise.all(locks.map((lock) => lock.unlock()));
+  });
+
+  test('fair places spread over many slots are kept alive', async () => {
+    const holder = redis.client();
+    const waiter = redis.client({ fairLockWaitTimeout: 300 });
+    const names = Array.from({ length: 6 }, (_, i) => `fair-spread-${i}`);
+    expect(new Set(names.map(hashSlot)).size).toBe(6);
+    await Promise.all(names.map((name) => holder.getFairLock(name).lock(20_000)));
+    const waits = names.map((name) => waiter.getFairLock(name).tryLock(5_000, 1_000));
+    // Many refresh periods: a place not refreshed would be dropped after 300 ms.
+    await sleep(1_200);
+    for (const name of names) expect(await redis.admin().llen(`rlock_fair_queue:{${name}}`)).toBe(1);
+    await Promise.all(names.map((name) => holder.getFairLock(name).forceUnlock()));
+    expect(await Promise.all(waits)).toEqual(names.map(() => true));
+  });
+});
