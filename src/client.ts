@@ -21,6 +21,7 @@ import {
   type PubSubOption,
 } from './pubsub-mode';
 import { isCluster, type RedisConnection } from './redis';
+import { acknowledgedBy, type ReplicaWait } from './replicas';
 import type { PublishCommand } from './scripts';
 import { checkTime } from './validate';
 import { Watchdog } from './watchdog';
@@ -51,6 +52,12 @@ export interface LockClientOptions {
    * the same way. Default 'auto'.
    */
   pubSub?: PubSubOption;
+  /**
+   * After each acquisition and release, WAIT until this many replicas acknowledged it (at most
+   * `timeout` ms, default 1000), as Redisson's checkLockSyncedSlaves. Fewer is a
+   * LockNotReplicatedError: an acquisition is given back first. Off by default.
+   */
+  waitForReplicas?: ReplicaWait;
 }
 
 /** Emitted when a lease this client held is gone while it was still held. */
@@ -154,6 +161,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       groupBySlot: isCluster(redis),
       publishCommand: () => this.publishCommand(),
     });
+    const replicaWait = parseReplicaWait(options.waitForReplicas);
     this.context = {
       redis,
       clientId: this.id,
@@ -165,6 +173,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       closing: this.closer.signal,
       subscriber: () => this.subscriber(),
       publishCommand: () => this.publishCommand(),
+      replicaAcks:
+        replicaWait &&
+        (async (key) => ({
+          acknowledged: await acknowledgedBy(redis, key, replicaWait.replicas, replicaWait.timeout),
+          required: replicaWait.replicas,
+        })),
       newRequestId: () => `${this.id}:${(this.requestCount += 1)}`,
     };
   }
@@ -296,4 +310,23 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private throwIfClosed(): void {
     this.closer.signal.throwIfAborted();
   }
+}
+
+const DEFAULT_REPLICA_WAIT_TIMEOUT = 1_000;
+
+function parseReplicaWait(option: ReplicaWait | undefined): Required<ReplicaWait> | undefined {
+  if (option === undefined) return undefined;
+  if (option === null || typeof option !== 'object') {
+    throw Object.assign(new TypeError('waitForReplicas must be an object { replicas, timeout? }'), {
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
+  }
+  return {
+    replicas: checkTime('waitForReplicas.replicas', option.replicas, { min: 1, allowMinusOne: false }),
+    // WAIT with timeout 0 blocks forever: never.
+    timeout:
+      option.timeout === undefined
+        ? DEFAULT_REPLICA_WAIT_TIMEOUT
+        : checkTime('waitForReplicas.timeout', option.timeout, { min: 1, allowMinusOne: false }),
+  };
 }

@@ -33,6 +33,33 @@ export class LockTimeoutError extends RLockError {
   }
 }
 
+/**
+ * waitForReplicas: fewer replicas than required acknowledged an acquisition (which was given back
+ * before this was thrown) or a release (done on the master: if the master fails before a replica
+ * has it, the lock may come back on the promoted replica until its lease ends).
+ */
+export class LockNotReplicatedError extends RLockError {
+  readonly lockName: string;
+  readonly operation: 'acquire' | 'release';
+  readonly acknowledged: number;
+  readonly required: number;
+
+  constructor(lockName: string, operation: 'acquire' | 'release', acknowledged: number, required: number) {
+    super(
+      'ERR_LOCK_NOT_REPLICATED',
+      operation === 'acquire'
+        ? `lock "${lockName}": ${acknowledged} of ${required} replicas acknowledged the acquisition in time; ` +
+            'the hold was given back'
+        : `lock "${lockName}": released on the master, but ${acknowledged} of ${required} replicas ` +
+            'acknowledged in time; a failover before they do may bring the lock back until its lease ends',
+    );
+    this.lockName = lockName;
+    this.operation = operation;
+    this.acknowledged = acknowledged;
+    this.required = required;
+  }
+}
+
 /** The LockClient was closed: pending waits reject with it, and so does every later call. */
 export class ClientClosedError extends RLockError {
   constructor() {

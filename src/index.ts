@@ -1,5 +1,13 @@
 export { LockClient } from './client';
 export type { LockClientOptions, LockLostEvent } from './client';
-export { ClientClosedError, LockNotHeldError, LockTimeoutError, RLockError } from './errors';
+export {
+  ClientClosedError,
+  LockNotHeldError,
+  LockNotReplicatedError,
+  LockTimeoutError,
+  RLockError,
+} from './errors';
 export type { Held, LockOptions, RFencedLock, RLock, TryLockOptions, WithLockOptions } from './locks/types';
+export type { PubSubOption } from './pubsub-mode';
 export type { RedisConnection } from './redis';
+export type { ReplicaWait } from './replicas';

@@ -44,6 +44,9 @@ class Shard {
     events: { dropped(shard: Shard): void; moved(): void },
   ) {
     connection.on(sharded ? 'smessage' : 'message', (channel, message) => handlers.message(channel, message));
+    // Errors reach the waiters through the subscribe calls and the resubscriptions; an 'error'
+    // event without a listener would only print (or crash a process that treats it as fatal).
+    if (owned) connection.on('error', () => undefined);
     connection.on('close', () => {
       if (this.closed) return;
       this.dropped = true;
@@ -255,8 +258,6 @@ export class ClusterLink implements PubSubLink {
       dropped: () => this.requestRefresh(REPLACE_RETRY_MS),
       moved: () => this.requestRefresh(),
     });
-    // Errors surface through the subscribe calls and the re-placement; never as an unhandled event.
-    shard.connection.on('error', () => undefined);
     this.shards.set(node, shard);
     return shard;
   }

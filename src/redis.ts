@@ -9,6 +9,8 @@ export interface RedisConnection {
   hget(key: string, field: string): Promise<string | null>;
   get(key: string): Promise<string | null>;
   pttl(key: string): Promise<number>;
+  /** WAIT: used only with the waitForReplicas option. */
+  wait?(replicas: number, timeout: number): Promise<number>;
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
   /** Sharded pub/sub (Redis 7); only used on cluster nodes. */
@@ -28,6 +30,7 @@ export interface DuplicableConnection extends RedisConnection {
 /** One node of a cluster, as ioredis `Cluster.nodes()` lists it. */
 export interface ShardNode {
   readonly options: { host?: string; port?: number };
+  wait?(replicas: number, timeout: number): Promise<number>;
   duplicate(override?: { retryStrategy?: (attempt: number) => number | null }): RedisConnection;
 }
 

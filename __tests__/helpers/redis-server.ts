@@ -46,8 +46,9 @@ export function freePort(): Promise<number> {
   });
 }
 
-function launch(port: number, extraArgs: string[]): Promise<ChildProcess> {
+function launch(port: number, extraArgs: string[], leadingArgs: string[]): Promise<ChildProcess> {
   const args = [
+    ...leadingArgs,
     '--port',
     String(port),
     '--bind',
@@ -123,10 +124,13 @@ export function closeNow(connection: Redis): void {
   connector?.stream?.destroy();
 }
 
-export async function startRedis(extraArgs: string[] = []): Promise<RedisServer> {
+/**
+ * @param leadingArgs arguments before the options, e.g. a config file and --sentinel
+ */
+export async function startRedis(extraArgs: string[] = [], leadingArgs: string[] = []): Promise<RedisServer> {
   requireRedisServer();
   const port = await freePort();
-  let child = await launch(port, extraArgs);
+  let child = await launch(port, extraArgs, leadingArgs);
   const connections: Redis[] = [];
   return {
     port,
@@ -138,7 +142,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<RedisServer>
     },
     async restart() {
       await kill(child);
-      child = await launch(port, extraArgs);
+      child = await launch(port, extraArgs, leadingArgs);
     },
     freeze() {
       child.kill('SIGSTOP');

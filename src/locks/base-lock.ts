@@ -1,4 +1,4 @@
-import { LockNotHeldError, LockTimeoutError } from '../errors';
+import { LockNotHeldError, LockNotReplicatedError, LockTimeoutError } from '../errors';
 import { holdLatchKey, lockKeys } from '../keys';
 import { currentTask, nextOwnerNumber, ownerId, runInCurrentOrNewTask } from '../owner';
 import { renewLocks } from '../scripts';
@@ -89,6 +89,15 @@ export abstract class BaseLock implements RLock {
       throw new LockNotHeldError(this.name, owner);
     }
     if (result === 1 && rest) this.context.book.lose(rest, 'Redis had fewer holds than this client counted');
+    await this.requireReplicas('release');
+  }
+
+  /** With waitForReplicas: throws LockNotReplicatedError when too few replicas have the last write. */
+  private async requireReplicas(operation: 'acquire' | 'release'): Promise<void> {
+    if (!this.context.replicaAcks) return;
+    const { acknowledged, required } = await this.context.replicaAcks(this.hashKey);
+    if (acknowledged < required)
+      throw new LockNotReplicatedError(this.name, operation, acknowledged, required);
   }
 
   async forceUnlock(): Promise<boolean> {
@@ -226,6 +235,13 @@ export abstract class BaseLock implements RLock {
     }
     context.book.add(this.name, owner, { latch, leaseTime }, sentAt + leaseMs);
     if (leaseTime < 0) context.watchdog.start();
+    try {
+      await this.requireReplicas('acquire');
+    } catch (error) {
+      // A hold a failover could lose is not handed out: give it back, then say why.
+      await this.unlock().catch(() => undefined);
+      throw error;
+    }
     return { token };
   }
 

@@ -19,6 +19,11 @@ export interface LockContext {
   /** Aborts, with a ClientClosedError, when the client closes. */
   readonly closing: AbortSignal;
   subscriber(): Promise<Subscriber>;
+  /**
+   * With waitForReplicas: how many replicas acknowledged the writes on `key` so far, and how many
+   * must. Undefined without the option.
+   */
+  replicaAcks?(key: string): Promise<{ acknowledged: number; required: number }>;
   /** How releases are announced: classic pub/sub, or the cluster's shard channels. */
   publishCommand(): Promise<PublishCommand>;
   /** A request id unique to this client, for latches. */
