@@ -47,7 +47,8 @@ describe('fair lock across processes', () => {
     running = false;
     await watching;
     const grants = await admin.lrange('busy:grants', 0, -1);
-    expect(grants.length).toBeGreaterThan(100);
+    // Enough grants to judge their order (not a speed figure: the machine may be busy).
+    expect(grants.length).toBeGreaterThan(40);
     expect(new Set(grants).size).toBe(grants.length);
     expect(await admin.get('busy:overlaps')).toBeNull();
     expect(snapshots.length).toBeGreaterThan(10);
