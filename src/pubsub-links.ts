@@ -41,12 +41,21 @@ class Shard {
     private readonly sharded: boolean,
     private readonly owned: boolean,
     handlers: LinkHandlers,
-    events: { dropped(shard: Shard): void; moved(): void },
+    events: { dropped(shard: Shard): void; moved(): void; lost(shard: Shard, channel: string): void },
   ) {
     connection.on(sharded ? 'smessage' : 'message', (channel, message) => handlers.message(channel, message));
     // Errors reach the waiters through the subscribe calls and the resubscriptions; an 'error'
     // event without a listener would only print (or crash a process that treats it as fatal).
     if (owned) connection.on('error', () => undefined);
+    // A node that gives a slot away (migration, demotion) drops its shard channels with an
+    // SUNSUBSCRIBE nobody asked for; ioredis reports it only as a command-queue error whose text
+    // ends with the reply: "... Last reply: sunsubscribe,<channel>,<count>".
+    connection.on('error', (error) => {
+      const reply = /Last reply: sunsubscribe,(.*),\d+$/s.exec(String(error?.message));
+      if (reply?.[1] === undefined) return;
+      this.channels.delete(reply[1]);
+      events.lost(this, reply[1]);
+    });
     connection.on('close', () => {
       if (this.closed) return;
       this.dropped = true;
@@ -98,7 +107,12 @@ export class SingleLink implements PubSubLink {
   private readonly shard: Shard;
 
   constructor(connection: RedisConnection, owned: boolean, sharded: boolean, handlers: LinkHandlers) {
-    this.shard = new Shard(connection, sharded, owned, handlers, { dropped: () => {}, moved: () => {} });
+    this.shard = new Shard(connection, sharded, owned, handlers, {
+      dropped: () => {},
+      moved: () => {},
+      // Only a cluster node gives channels away.
+      lost: () => {},
+    });
   }
 
   subscribe(channel: string): Promise<unknown> {
@@ -223,9 +237,10 @@ export class ClusterLink implements PubSubLink {
     for (const [channel, placement] of this.placements) {
       const node = this.nodeFor(channel);
       const current = placement.shard;
-      // Still at home: a dropped connection resubscribes by itself when it comes back.
-      if (node === placement.node && current && !current.ended) continue;
-      if (current) {
+      // Still at home: a dropped connection resubscribes by itself when it comes back. (A
+      // channel the node gave away is unconfirmed: it is subscribed again, wherever it belongs.)
+      if (node === placement.node && current && !current.ended && placement.confirmed) continue;
+      if (current && (node !== placement.node || current.ended)) {
         current.remove(channel).catch(() => undefined);
         if (current.channels.size === 0) this.dropShard(placement.node as string, current);
       }
@@ -257,6 +272,12 @@ export class ClusterLink implements PubSubLink {
     shard = new Shard(connection, this.sharded, true, this.handlers, {
       dropped: () => this.requestRefresh(REPLACE_RETRY_MS),
       moved: () => this.requestRefresh(),
+      lost: (from, channel) => {
+        const placement = this.placements.get(channel);
+        if (placement?.shard !== from) return;
+        placement.confirmed = false;
+        this.requestRefresh();
+      },
     });
     this.shards.set(node, shard);
     return shard;

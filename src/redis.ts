@@ -17,7 +17,8 @@ export interface RedisConnection {
   ssubscribe?(...channels: string[]): Promise<unknown>;
   sunsubscribe?(...channels: string[]): Promise<unknown>;
   on(event: 'message' | 'smessage', listener: (channel: string, message: string) => void): unknown;
-  on(event: 'ready' | 'close' | 'end' | 'moved' | 'error' | 'refresh', listener: () => void): unknown;
+  on(event: 'ready' | 'close' | 'end' | 'moved' | 'refresh', listener: () => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
   quit(): Promise<unknown>;
   disconnect(): void;
 }

@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { type LockLostEvent } from '../../src';
 import { hashSlot } from '../../src/slots';
+import type { RedisServer } from '../helpers/redis-server';
 import { useRedis } from '../helpers/setup';
 import { sleep } from '../helpers/wait';
 
@@ -91,6 +92,35 @@ describe('on a Redis Cluster', () => {
     await fair.unlock();
     expect(await fairWaiting).toBe(true);
     expect(await redis.commandCalls('spublish')).toBe(0);
+  });
+
+  test('when the slot of a lock moves to another master, its waiters follow it', async () => {
+    const holder = redis.client();
+    const waiter = redis.client();
+    const lock = holder.getLock('{moving}:lock');
+    const fair = holder.getFairLock('{moving}:fair');
+    await lock.lock();
+    await fair.lock();
+    const waits = [
+      waiter.getLock('{moving}:lock').tryLock(20_000),
+      waiter.getFairLock('{moving}:fair').tryLock(20_000),
+    ];
+    await sleep(200);
+    const from = await redis.cluster().masterOf('{moving}');
+    const to = redis.cluster().nodes.find((node) => node !== from) as RedisServer;
+    await redis.cluster().migrateSlotOf('{moving}', to);
+    await sleep(300);
+    // The waiter's shard subscription is on the new owner of the slot now.
+    const [, listeners] = (await to
+      .connect()
+      .call('PUBSUB', 'SHARDNUMSUB', 'redisson_lock__channel:{moving}:lock')) as [string, number];
+    expect(Number(listeners)).toBe(1);
+    const releasedAt = performance.now();
+    await lock.unlock();
+    await fair.unlock();
+    expect(await Promise.all(waits)).toEqual([true, true]);
+    // Woken by the releases on the new master: not by the slot-map poll (5 s), nor the 30 s lease.
+    expect(performance.now() - releasedAt).toBeLessThan(1_500);
   });
 
   test('the watchdog renews locks spread over many slots with one script call per slot', async () => {

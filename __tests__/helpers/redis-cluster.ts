@@ -22,6 +22,8 @@ export interface RedisClusterServers {
   masterOf(key: string): Promise<RedisServer>;
   /** A replica of `master`. */
   replicaOf(master: RedisServer): Promise<RedisServer>;
+  /** Moves the slot of `key`, with its keys, to master `to` (what resharding does, one slot). */
+  migrateSlotOf(key: string, to: RedisServer): Promise<void>;
   /** Empties every master. */
   flushAll(): Promise<void>;
   stop(): Promise<void>;
@@ -85,6 +87,18 @@ export async function startCluster({
     return connection;
   };
   let adminConnection: Cluster | undefined;
+  const masterOf = async (key: string): Promise<RedisServer> => {
+    const slot = hashSlot(key);
+    const ranges = (await askAnyNode(nodes, (node) => node.cluster('SLOTS'))) as unknown as Array<
+      [number, number, [string, number]]
+    >;
+    const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+    const port = range?.[2][1];
+    const node = nodes.find((candidate) => candidate.port === port);
+    if (!node) throw new Error(`no master serves slot ${slot}`);
+    return node;
+  };
+
   return {
     nodes,
     seedPort,
@@ -94,17 +108,7 @@ export async function startCluster({
       connections.push(connection);
       return connection;
     },
-    async masterOf(key) {
-      const slot = hashSlot(key);
-      const ranges = (await askAnyNode(nodes, (node) => node.cluster('SLOTS'))) as unknown as Array<
-        [number, number, [string, number]]
-      >;
-      const range = ranges.find(([from, to]) => slot >= from && slot <= to);
-      const port = range?.[2][1];
-      const node = nodes.find((candidate) => candidate.port === port);
-      if (!node) throw new Error(`no master serves slot ${slot}`);
-      return node;
-    },
+    masterOf,
     async replicaOf(master) {
       const lines = String(await askAnyNode(nodes, (node) => node.cluster('NODES')))
         .trim()
@@ -116,6 +120,38 @@ export async function startCluster({
       const node = nodes.find((candidate) => candidate.port === port);
       if (!node) throw new Error(`no replica of ${master.port}`);
       return node;
+    },
+    async migrateSlotOf(key, to) {
+      const slot = hashSlot(key);
+      const from = await masterOf(key);
+      const source = from.connect();
+      const target = to.connect();
+      const idOf = async (node: Redis): Promise<string> => String(await node.cluster('MYID'));
+      const [sourceId, targetId] = [await idOf(source), await idOf(target)];
+      await target.cluster('SETSLOT', slot, 'IMPORTING', sourceId);
+      await source.cluster('SETSLOT', slot, 'MIGRATING', targetId);
+      for (;;) {
+        const keys = (await source.cluster('GETKEYSINSLOT', slot, 100)) as string[];
+        if (keys.length === 0) break;
+        await source.migrate('127.0.0.1', to.port, '', 0, 5_000, 'KEYS', ...keys);
+      }
+      // The new owner first, then the old one, then everyone else (the documented order).
+      const masters = await Promise.all(
+        nodes.map(async (node) => {
+          const connection = node.connect();
+          return { node, connection, role: String(await connection.role()) };
+        }),
+      );
+      const order = [
+        to,
+        from,
+        ...masters.map(({ node }) => node).filter((node) => node !== to && node !== from),
+      ];
+      for (const node of order) {
+        const entry = masters.find((candidate) => candidate.node === node);
+        if (entry?.role.startsWith('master'))
+          await entry.connection.cluster('SETSLOT', slot, 'NODE', targetId);
+      }
     },
     async flushAll() {
       adminConnection ??= admin();

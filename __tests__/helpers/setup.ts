@@ -13,6 +13,8 @@ import { commandCalls } from './wait';
 export function useRedis(serverArgs: string[] = []): {
   /** The standalone server; only for tests that need one server (restarts, proxies). */
   server(): RedisServer;
+  /** The cluster's servers; only in the cluster project. */
+  cluster(): RedisClusterServers;
   /** Where workers connect: the server, or a node of the cluster. */
   port(): number;
   /**
@@ -88,6 +90,10 @@ export function useRedis(serverArgs: string[] = []): {
     server: () => {
       if (!server) throw new Error('this test needs a standalone server');
       return server;
+    },
+    cluster: () => {
+      if (!cluster) throw new Error('this test needs a cluster');
+      return cluster;
     },
     port: () => (cluster ? cluster.seedPort : (server as RedisServer).port),
     admin: () => admin as Redis,
