@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import { LockClient } from '../src';
 import { closeNow, startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
@@ -65,6 +66,26 @@ describe('bad input', () => {
     expect(() => new LockClient(connection, { watchdogBatchSize: 0 })).toThrow(/watchdogBatchSize/);
     expect(() => new LockClient(connection, { clientId: '' })).toThrow(/clientId/);
     expect(() => new LockClient({} as never)).toThrow(/ioredis-compatible/);
+    expect(() => new LockClient(connection, { pubSub: 'fast' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_OUT_OF_RANGE', message: expect.stringMatching(/pubSub/) }),
+    );
+    expect(() => new LockClient(connection, { waitForReplicas: 1 as never })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_INVALID_ARG_TYPE',
+        message: expect.stringMatching(/waitForReplicas/),
+      }),
+    );
+    expect(() => new LockClient(connection, { waitForReplicas: { replicas: 0 } })).toThrow(
+      /waitForReplicas\.replicas/,
+    );
+    expect(() => new LockClient(connection, { waitForReplicas: { replicas: 1, timeout: 0 } })).toThrow(
+      /waitForReplicas\.timeout/,
+    );
+    // A Cluster needs no subscriber connection: rlock connects to the nodes it needs.
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    expect(() => new LockClient(cluster, { subscriber: connection })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringMatching(/Cluster/) }),
+    );
   });
 });
 

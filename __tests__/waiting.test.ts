@@ -35,6 +35,28 @@ describe('waiting by pub/sub', () => {
     expect(settled.filter((outcome) => outcome.status === 'fulfilled' && outcome.value)).toHaveLength(1);
   });
 
+  test.each(['sharded', 'classic'] as const)(
+    "pubSub '%s': releases wake getLock and getFairLock waiters",
+    async (pubSub) => {
+      await redis.resetStats();
+      const holder = redis.client({ pubSub });
+      const waiter = redis.client({ pubSub });
+      for (const kind of ['getLock', 'getFairLock'] as const) {
+        const name = `announced-${pubSub}-${kind}`;
+        const held = holder[kind](name);
+        await held.lock(); // 30 s watchdog lease: only a message wakes the waiter in time
+        const waiting = waiter[kind](name).tryLock(5_000);
+        await sleep(100);
+        const releasedAt = performance.now();
+        await held.unlock();
+        expect(await waiting).toBe(true);
+        expect(performance.now() - releasedAt).toBeLessThan(1_000);
+      }
+      const published = (await redis.commandCalls('spublish')) > 0;
+      expect(published).toBe(pubSub === 'sharded');
+    },
+  );
+
   test('after the subscriber reconnects, waiters re-check at once (a message sent meanwhile is lost)', async () => {
     const holder = redis.client({ watchdogTimeout: 20_000 });
     const waiter = redis.client();

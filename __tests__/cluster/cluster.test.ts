@@ -123,6 +123,25 @@ describe('on a Redis Cluster', () => {
     expect(performance.now() - releasedAt).toBeLessThan(1_500);
   });
 
+  test('a MultiLock over locks in different slots of one cluster is all or nothing', async () => {
+    const client = redis.client();
+    const other = redis.client();
+    const names = ['multi-a', 'multi-b', 'multi-c'];
+    expect(new Set(names.map(hashSlot)).size).toBe(3);
+    const group = client.getMultiLock(...names.map((name) => client.getLock(name)));
+    // One EXISTS per key: a multi-key command across slots is itself a CROSSSLOT error.
+    const existing = async (...keys: string[]): Promise<number> =>
+      (await Promise.all(keys.map((key) => redis.admin().exists(key)))).reduce((sum, n) => sum + n, 0);
+    await other.getLock('multi-b').lock(10_000);
+    expect(await group.tryLock(300, 5_000)).toBe(false);
+    expect(await existing('multi-a', 'multi-c')).toBe(0); // nothing partial left behind
+    await other.getLock('multi-b').forceUnlock();
+    expect(await group.tryLock(1_000, 5_000)).toBe(true);
+    expect(await existing(...names)).toBe(3);
+    await group.unlock();
+    expect(await existing(...names)).toBe(0);
+  });
+
   test('the watchdog renews locks spread over many slots with one script call per slot', async () => {
     const client = redis.client({ watchdogTimeout: 900 });
     const lost: LockLostEvent[] = [];
