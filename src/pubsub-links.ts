@@ -99,7 +99,11 @@ class Shard {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.owned) await this.connection.quit().catch(() => this.connection.disconnect());
+    if (!this.owned) return;
+    // QUIT on a connection that is not up would wait in the offline queue for a node that may
+    // never come back (a failed master); there is nothing to flush on a pub/sub connection anyway.
+    if (this.healthy && !this.ended) await this.connection.quit().catch(() => this.connection.disconnect());
+    else this.connection.disconnect();
   }
 }
 
@@ -184,8 +188,12 @@ export class ClusterLink implements PubSubLink {
     this.placements.delete(channel);
     const shard = placement?.shard;
     if (!shard) return;
-    await shard.remove(channel);
+    const removed = shard.remove(channel);
+    removed.catch(() => undefined);
+    // The last channel: closing the connection unsubscribes it. A connection that is down takes
+    // the SUNSUBSCRIBE when it is back; waiting for that could mean waiting for a dead node.
     if (shard.channels.size === 0) this.dropShard(placement.node as string, shard);
+    else if (shard.healthy) await removed;
   }
 
   async close(): Promise<void> {
