@@ -33,6 +33,31 @@ describe('failover of a cluster master', () => {
     await cluster.stop();
   });
 
+  test("waitForReplicas sends WAIT to the master of the lock's slot", async () => {
+    const client = new LockClient(cluster.connect(), { waitForReplicas: { replicas: 1, timeout: 300 } });
+    clients.push(client);
+    // Two locks on different masters; only the first one's replica stops acknowledging.
+    const stalled = await cluster.masterOf('{wait-a}');
+    let other = 'wait-b';
+    for (let i = 0; (await cluster.masterOf(other)) === stalled; i += 1) other = `wait-b${i}`;
+    const replica = await cluster.replicaOf(stalled);
+    replica.freeze();
+    try {
+      await expect(client.getLock('{wait-a}').tryLock(0, 5_000)).rejects.toMatchObject({
+        code: 'ERR_LOCK_NOT_REPLICATED',
+        operation: 'acquire',
+      });
+      const fine = client.getLock(other);
+      expect(await fine.tryLock(0, 5_000)).toBe(true);
+      await fine.unlock();
+    } finally {
+      replica.thaw();
+    }
+    const again = client.getLock('{wait-a}');
+    expect(await again.tryLock(0, 5_000)).toBe(true);
+    await again.unlock();
+  });
+
   test('holders of lost locks are told, waiters recover, replicated locks stay held', async () => {
     // A lease longer than the failover: the replicated locks' renewals resume on the promoted replica.
     const holder = new LockClient(cluster.connect(), { watchdogTimeout: 10_000 });
