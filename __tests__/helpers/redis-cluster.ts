@@ -34,12 +34,15 @@ export interface ClusterShape {
   replicas?: number;
   /** cluster-node-timeout: how long a node may be silent before failover starts, in ms. */
   nodeTimeout?: number;
+  /** More redis-server arguments for every node. */
+  serverArgs?: string[];
 }
 
 export async function startCluster({
   masters = 3,
   replicas = 0,
   nodeTimeout = 1_000,
+  serverArgs = [],
 }: ClusterShape = {}): Promise<RedisClusterServers> {
   const dirs: string[] = [];
   const nodes = await Promise.all(
@@ -56,6 +59,7 @@ export async function startCluster({
         // A replica cut off for a while may still take over (tests stop and kill nodes at will).
         '--cluster-replica-validity-factor',
         '0',
+        ...serverArgs,
       ]);
     }),
   );
