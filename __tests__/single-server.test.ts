@@ -1,4 +1,5 @@
 import { LockClient } from '../src';
+import { SingleLink } from '../src/pubsub-links';
 import { startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
 import { sleep } from './helpers/wait';
@@ -51,5 +52,26 @@ describe('on one server', () => {
     const token = await proxy.loseReplyOf(() => lock.lockAndGetToken());
     expect(await lock.getHoldCount()).toBe(1);
     expect(await lock.getToken()).toBe(token);
+  });
+
+  test('a SUBSCRIBE asked for while the connection sets itself up waits for it (the ready check would fail)', async () => {
+    const server = redis.server();
+    const connection = server.connect({ lazyConnect: true }); // ioredis' ready check is on
+    const errors: string[] = [];
+    connection.on('error', (error: Error) => errors.push(error.message));
+    const messages: string[] = [];
+    const link = new SingleLink(connection, false, false, {
+      message: (_channel, message) => messages.push(message),
+      resubscribed: () => undefined,
+    });
+    let subscribed: Promise<unknown> | undefined;
+    connection.once('connect', () => (subscribed = link.subscribe('setting-up')));
+    await connection.connect();
+    await subscribed;
+    await redis.admin().publish('setting-up', 'hello');
+    await sleep(100);
+    expect(messages).toEqual(['hello']);
+    expect(errors).toEqual([]);
+    await link.close();
   });
 });

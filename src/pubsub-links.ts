@@ -25,6 +25,14 @@ export interface PubSubLink {
 }
 
 /**
+ * No ready check on a pub/sub connection: ioredis sends it (INFO) after the connection is up, and a
+ * SUBSCRIBE that went out first (subscribe commands may, while the connection sets itself up)
+ * puts the connection in subscriber mode, where the INFO is refused and ioredis drops the
+ * connection as failed. ioredis' own cluster subscribers turn it off for the same reason.
+ */
+export const SUBSCRIBER_OVERRIDES = { enableReadyCheck: false } as const;
+
+/**
  * One pub/sub connection and the channels wanted on it. After the connection drops and comes
  * back, ioredis resubscribes on its own before it reports 'ready'; one more subscribe of every
  * channel is harmless and, replies being in order, confirms that all of them are in place again.
@@ -80,9 +88,20 @@ class Shard {
 
   add(channel: string): Promise<unknown> {
     this.channels.add(channel);
-    return this.sharded
-      ? shardCommands(this.connection).ssubscribe(channel)
-      : this.connection.subscribe(channel);
+    return this.whenSettingUpIsDone().then(() =>
+      this.sharded ? shardCommands(this.connection).ssubscribe(channel) : this.connection.subscribe(channel),
+    );
+  }
+
+  /**
+   * While a connection sets itself up ('connect', before 'ready') ioredis writes subscribe
+   * commands at once, and then refuses its own ready check in subscriber mode and drops the
+   * connection as failed. A connection rlock did not open may have the check on: wait for 'ready'.
+   * (In any other state ioredis queues the command until 'ready' by itself.)
+   */
+  private whenSettingUpIsDone(): Promise<void> {
+    if ((this.connection as { status?: string }).status !== 'connect') return Promise.resolve();
+    return new Promise((resolve) => this.connection.once('ready', resolve));
   }
 
   remove(channel: string): Promise<unknown> {
@@ -275,6 +294,7 @@ export class ClusterLink implements PubSubLink {
     // A cluster's own node connections never reconnect (ioredis waits for MOVED instead); a
     // subscriber must, or a dropped connection would silence its channels until the slot map moves.
     const connection = source.duplicate({
+      ...SUBSCRIBER_OVERRIDES,
       retryStrategy: (attempt) => Math.min(attempt * 100, RECONNECT_MAX_MS),
     });
     shard = new Shard(connection, this.sharded, true, this.handlers, {

@@ -1,5 +1,11 @@
-import { ClusterLink, SingleLink, type LinkHandlers, type PubSubLink } from './pubsub-links';
-import { isCluster, type RedisConnection } from './redis';
+import {
+  ClusterLink,
+  SingleLink,
+  SUBSCRIBER_OVERRIDES,
+  type LinkHandlers,
+  type PubSubLink,
+} from './pubsub-links';
+import { isCluster, type DuplicableConnection, type RedisConnection } from './redis';
 import type { PublishCommand } from './scripts';
 
 /**
@@ -40,7 +46,7 @@ export function openLink(
 ): PubSubLink {
   if (isCluster(redis)) return new ClusterLink(redis, mode === 'sharded', homeChannel, handlers);
   const { connection, owned } = subscriber ?? {
-    connection: (redis as unknown as { duplicate(): RedisConnection }).duplicate(),
+    connection: (redis as DuplicableConnection).duplicate(SUBSCRIBER_OVERRIDES),
     owned: true,
   };
   return new SingleLink(connection, owned, mode === 'sharded', handlers);

@@ -19,20 +19,27 @@ export interface RedisConnection {
   on(event: 'message' | 'smessage', listener: (channel: string, message: string) => void): unknown;
   on(event: 'ready' | 'close' | 'end' | 'moved' | 'refresh', listener: () => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
+  once(event: 'ready', listener: () => void): unknown;
   quit(): Promise<unknown>;
   disconnect(): void;
 }
 
+/** Options rlock overrides when it opens a pub/sub connection like the caller's. */
+export interface SubscriberOverrides {
+  retryStrategy?: (attempt: number) => number | null;
+  enableReadyCheck?: boolean;
+}
+
 /** A client that can open a second connection like itself (for pub/sub). */
 export interface DuplicableConnection extends RedisConnection {
-  duplicate(): RedisConnection;
+  duplicate(override?: SubscriberOverrides): RedisConnection;
 }
 
 /** One node of a cluster, as ioredis `Cluster.nodes()` lists it. */
 export interface ShardNode {
   readonly options: { host?: string; port?: number };
   wait?(replicas: number, timeout: number): Promise<number>;
-  duplicate(override?: { retryStrategy?: (attempt: number) => number | null }): RedisConnection;
+  duplicate(override?: SubscriberOverrides): RedisConnection;
 }
 
 /** An ioredis `Cluster`: its slot map and nodes let rlock route pub/sub and batch per slot. */
