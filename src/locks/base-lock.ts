@@ -77,6 +77,12 @@ export abstract class BaseLock implements RLock {
 
   async unlock(): Promise<void> {
     this.throwIfClosed();
+    await this.releaseNewestHold();
+    await this.requireReplicas('release');
+  }
+
+  /** Releases the current owner's newest hold (unlock() without the replica check). */
+  private async releaseNewestHold(): Promise<void> {
     const owner = this.currentOwner();
     this.noticeOverdueLease(owner);
     const hold = this.context.book.takeForRelease(this.name, owner);
@@ -89,7 +95,6 @@ export abstract class BaseLock implements RLock {
       throw new LockNotHeldError(this.name, owner);
     }
     if (result === 1 && rest) this.context.book.lose(rest, 'Redis had fewer holds than this client counted');
-    await this.requireReplicas('release');
   }
 
   /** With waitForReplicas: throws LockNotReplicatedError when too few replicas have the last write. */
@@ -238,8 +243,9 @@ export abstract class BaseLock implements RLock {
     try {
       await this.requireReplicas('acquire');
     } catch (error) {
-      // A hold a failover could lose is not handed out: give it back, then say why.
-      await this.unlock().catch(() => undefined);
+      // A hold a failover could lose is not handed out: give it back (without waiting for the
+      // replicas a second time), then say why.
+      await this.releaseNewestHold().catch(() => undefined);
       throw error;
     }
     return { token };
