@@ -4,6 +4,7 @@ import { hashSlot } from '../../src/slots';
 import type { RedisServer } from '../helpers/redis-server';
 import { useRedis } from '../helpers/setup';
 import { sleep } from '../helpers/wait';
+import { expectWokenByRelease } from '../helpers/wake';
 
 /**
  * What only a cluster has: slots, sharded pub/sub, per-slot batches. Runs in the cluster project
@@ -75,15 +76,7 @@ describe('on a Redis Cluster', () => {
     const holder = redis.client({ pubSub: 'classic' });
     const waiter = redis.client({ pubSub: 'classic' });
     for (const name of ['classic-a', 'classic-b', 'classic-c']) {
-      const lock = holder.getLock(name);
-      await lock.lock();
-      const waiting = waiter.getLock(name).tryLock(5_000);
-      await sleep(100);
-      const started = performance.now();
-      await lock.unlock();
-      expect(await waiting).toBe(true);
-      // Woken by the message, not by the 30 s lease running out.
-      expect(performance.now() - started).toBeLessThan(1_000);
+      await expectWokenByRelease(holder, waiter, 'getLock', name);
     }
     const fair = holder.getFairLock('classic-fair');
     await fair.lock();
