@@ -8,6 +8,8 @@ export class FaultProxy {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private droppingReplies = false;
+  /** How long each reply is held back, in ms. */
+  private replyDelay = 0;
   port = 0;
 
   constructor(private readonly targetPort: number) {
@@ -17,7 +19,9 @@ export class FaultProxy {
       this.sockets.add(client).add(upstream);
       client.on('data', (data) => upstream.write(data));
       upstream.on('data', (data) => {
-        if (!this.droppingReplies) client.write(data);
+        if (this.droppingReplies) return;
+        if (this.replyDelay > 0) setTimeout(() => client.writable && client.write(data), this.replyDelay);
+        else client.write(data);
       });
       const close = (): void => {
         client.destroy();
@@ -40,6 +44,11 @@ export class FaultProxy {
   /** From now on the server's replies are thrown away. */
   dropReplies(): void {
     this.droppingReplies = true;
+  }
+
+  /** From now on every reply reaches the client `ms` late (0: at once again). */
+  delayReplies(ms: number): void {
+    this.replyDelay = ms;
   }
 
   /** Cuts every connection and lets replies through again for the reconnections. */

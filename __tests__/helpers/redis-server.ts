@@ -12,6 +12,10 @@ export interface RedisServer {
   connect(options?: RedisOptions): Redis;
   /** Stops the process (data gone) and starts a fresh one on the same port. */
   restart(): Promise<void>;
+  /** Kills the process: connections drop and reconnecting fails until up(). */
+  down(): Promise<void>;
+  /** Starts a fresh process on the same port after down(). */
+  up(): Promise<void>;
   /** SIGSTOP / SIGCONT: the server stays connected but answers nothing meanwhile. */
   freeze(): void;
   thaw(): void;
@@ -32,17 +36,33 @@ function requireRedisServer(): void {
   checkedBinary = true;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports for test servers: below the kernel's ephemeral range (32768+), where no outgoing
+ * connection takes one, and apart for each Jest worker. A server that a test kills and starts
+ * again keeps its port meanwhile only by this: another worker's server never lands on it (a client
+ * of the killed server would talk to a stranger), nor does a cluster bus port (port + 10000).
+ */
+const PORT_RANGE_START = 15_000;
+const PORTS_PER_PARTITION = 850;
+const PARTITIONS = 8;
+const partition = (Number(process.env.JEST_WORKER_ID ?? process.pid) - 1) % PARTITIONS;
+let nextPortOffset = Math.floor(Math.random() * PORTS_PER_PARTITION);
+
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < PORTS_PER_PARTITION; tries += 1) {
+    nextPortOffset = (nextPortOffset + 1) % PORTS_PER_PARTITION;
+    const port = PORT_RANGE_START + partition * PORTS_PER_PARTITION + nextPortOffset;
+    if ((await isFree(port)) && (await isFree(port + 10_000))) return port;
+  }
+  throw new Error('no free port for a test redis-server');
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
@@ -142,6 +162,12 @@ export async function startRedis(extraArgs: string[] = [], leadingArgs: string[]
     },
     async restart() {
       await kill(child);
+      child = await launch(port, extraArgs, leadingArgs);
+    },
+    async down() {
+      await kill(child);
+    },
+    async up() {
       child = await launch(port, extraArgs, leadingArgs);
     },
     freeze() {

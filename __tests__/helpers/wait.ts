@@ -22,3 +22,14 @@ export async function commandCalls(
   const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats);
   return match ? Number(match[1]) : 0;
 }
+
+/** Settles `work`, and says how long it took and how it ended. */
+export async function timed<T>(work: Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
+  const started = performance.now();
+  try {
+    const value = await work;
+    return { ms: performance.now() - started, value };
+  } catch (error) {
+    return { ms: performance.now() - started, error };
+  }
+}
