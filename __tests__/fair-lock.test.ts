@@ -3,6 +3,7 @@ import type { LockClient, LockLostEvent, RLock } from '../src';
 import { fifoViolations } from './helpers/fifo';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep } from './helpers/wait';
+import { startWorker } from './helpers/workers';
 
 const queueKey = (name: string): string => `rlock_fair_queue:{${name}}`;
 const deadlinesKey = (name: string): string => `rlock_fair_deadlines:{${name}}`;
@@ -219,6 +220,54 @@ describe('fair lock', () => {
     await Promise.all(waits);
     // Nobody unlocks: each lease of 100 ms runs out and the next waiter in line takes over.
     expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  // RedissonFairLockTest.testLeaseTimeout, translated: 8 tasks 100 ms apart, each tryLock(10 s,
+  // lease 1 s) and never unlocking. Every lease ends without a release; the next in line must hold
+  // the lock as it ends, not at the next refresh of its place.
+  test('leases that end without a release hand the lock on within ~100 ms, every time', async () => {
+    const client = redis.client();
+    const acquiredAt: number[] = [];
+    const tasks = Array.from({ length: 8 }, (_, i) =>
+      sleep(i * 100).then(() =>
+        client.runInTask(async () => {
+          if (await client.getFairLock('fair-lease-timeout').tryLock(10_000, 1_000)) {
+            acquiredAt.push(performance.now());
+          }
+        }),
+      ),
+    );
+    await Promise.all(tasks);
+    const gaps = acquiredAt.slice(1).map((at, i) => at - (acquiredAt[i] as number));
+    process.stdout.write(`[fair] hand-over gaps after lease ends: ${gaps.map(Math.round).join(', ')} ms\n`);
+    expect(acquiredAt).toHaveLength(8);
+    for (const gap of gaps) {
+      expect(gap).toBeGreaterThan(950);
+      expect(gap).toBeLessThan(1_000 + 150);
+    }
+  }, 20_000);
+
+  test('the queue of waiters that all died is gone within fairLockWaitTimeout, untouched', async () => {
+    const holder = redis.client();
+    const admin = redis.admin();
+    await holder.getFairLock('fair-dead-queue').lock();
+    const workers = Array.from({ length: 3 }, () =>
+      startWorker([String(redis.port()), 'wait', 'fair-dead-queue'], {
+        LOCK_KIND: 'fair',
+        FAIR_LOCK_WAIT_TIMEOUT: '600',
+      }),
+    );
+    try {
+      await eventually('queued', async () => (await admin.llen(queueKey('fair-dead-queue'))) === 3, 10_000);
+      expect(await admin.pttl(queueKey('fair-dead-queue'))).toBeGreaterThan(0);
+      expect(await admin.pttl(deadlinesKey('fair-dead-queue'))).toBeGreaterThan(0);
+    } finally {
+      // The waiters die without leaving the queue, and nobody touches the lock again.
+      for (const worker of workers) worker.child.kill('SIGKILL');
+    }
+    await sleep(600 + 300);
+    expect(await admin.exists(queueKey('fair-dead-queue'), deadlinesKey('fair-dead-queue'))).toBe(0);
+    expect(await admin.exists('fair-dead-queue')).toBe(1);
   });
 
   test('500 tasks on one lock keep a counter exact and are served in arrival order', async () => {

@@ -45,20 +45,26 @@ end
 if redis.call('exists', lock) == 0 then
   local head = redis.call('lindex', queue, 0)
   if not head or head == owner then
+    add_hold(lock, owner, lease, latch)
     if head then
       redis.call('lpop', queue)
       redis.call('zrem', deadlines, owner)
+      -- The next in line may sleep on an older, longer ttl; if this lease ends without a release,
+      -- it must wake when it does: tell it to look at the new one.
+      recheck_head(lock, queue, channel)
     end
-    add_hold(lock, owner, lease, latch)
     return nil
   end
 end
 
 if mode ~= 'try' then
+  local timeout = tonumber(ARGV[3])
   if not redis.call('zscore', deadlines, owner) then
     redis.call('rpush', queue, owner)
   end
-  redis.call('zadd', deadlines, now + tonumber(ARGV[3]), owner)
+  redis.call('zadd', deadlines, now + timeout, owner)
+  keep_alive(queue, timeout)
+  keep_alive(deadlines, timeout)
 end
 
 -- Free, but the turn is another waiter's (the last holder's lease ran out, nobody handed it on):

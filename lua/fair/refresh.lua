@@ -34,10 +34,13 @@ for i = 1, waiters do
     kept[i] = 0
   end
 end
--- Then hand on every lock that is free with waiters queued (its last holder died or ran out).
+-- Then, once per lock: keep its queue alive, and hand it on if it is free with waiters queued
+-- (its last holder died or ran out).
 for deadlines in pairs(purged) do
   for i = 1, waiters do
     if KEYS[5 * i - 2] == deadlines then
+      keep_alive(KEYS[5 * i - 3], timeout)
+      keep_alive(deadlines, timeout)
       hand_on(KEYS[5 * i - 4], KEYS[5 * i - 3], deadlines, KEYS[5 * i - 1], KEYS[5 * i], now, timeout)
       break
     end

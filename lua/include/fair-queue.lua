@@ -44,6 +44,15 @@ local function recheck_head(lock, queue, channel)
   end
 end
 
+-- The queue and deadline keys outlive their last live waiter by at most a waiter timeout: every
+-- write gives them at least `ms` more, never less (clients may run with different timeouts), so a
+-- queue whose waiters all died is gone within one timeout even if nobody touches the lock again.
+local function keep_alive(key, ms)
+  if redis.call('pttl', key) < ms then
+    redis.call('pexpire', key, ms)
+  end
+end
+
 -- Drops the waiters whose clients stopped refreshing their places.
 local function purge_dead(queue, deadlines, now)
   local dead = redis.call('zrangebyscore', deadlines, '-inf', now)
