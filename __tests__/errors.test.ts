@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import { LockClient } from '../src';
+import { LockClient, RedisReplyError, RedisUnavailableError } from '../src';
 import { closeNow, startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
 
@@ -65,6 +65,7 @@ describe('bad input', () => {
     expect(() => new LockClient(connection, { watchdogTimeout: Number.NaN })).toThrow(/watchdogTimeout/);
     expect(() => new LockClient(connection, { watchdogBatchSize: 0 })).toThrow(/watchdogBatchSize/);
     expect(() => new LockClient(connection, { clientId: '' })).toThrow(/clientId/);
+    expect(() => new LockClient(connection, { commandTimeout: 0 })).toThrow(/^commandTimeout must be/);
     expect(() => new LockClient({} as never)).toThrow(/ioredis-compatible/);
     expect(() => new LockClient(connection, { pubSub: 'fast' as never })).toThrow(
       expect.objectContaining({ code: 'ERR_OUT_OF_RANGE', message: expect.stringMatching(/pubSub/) }),
@@ -103,6 +104,26 @@ describe('Redis faults reach the caller as errors', () => {
     expect(await redis.admin().get('clobbered')).toBe('not a hash');
   });
 
+  test('a Redis error names the lock, the operation and what Redis said, with the original as cause', async () => {
+    await redis.admin().set('clobbered-2', 'not a hash');
+    const lock = redis.client().getFairLock('clobbered-2');
+    const error = await lock.tryLock(100).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedisReplyError);
+    expect(error).toMatchObject({
+      code: 'ERR_REDIS_REPLY',
+      lockName: 'clobbered-2',
+      operation: 'acquire',
+      replyCode: 'WRONGTYPE',
+      message: expect.stringMatching(/^lock "clobbered-2": acquire failed: Redis answered WRONGTYPE/),
+    });
+    expect((error as Error).cause).toMatchObject({ name: 'ReplyError' });
+    await expect(lock.isLocked()).resolves.toBe(true);
+    await expect(lock.getHoldCount()).rejects.toMatchObject({
+      operation: 'getHoldCount',
+      replyCode: 'WRONGTYPE',
+    });
+  });
+
   test('out of memory under noeviction rejects with OOM and writes nothing', async () => {
     const admin = redis.admin();
     await admin.config('SET', 'maxmemory-policy', 'noeviction');
@@ -132,7 +153,10 @@ describe('Redis faults reach the caller as errors', () => {
     try {
       const client = new LockClient(replica.connect());
       await expect(client.getLock('replica').lock()).rejects.toThrow(/READONLY/);
-      await expect(client.getLock('replica').tryLock()).rejects.toThrow(/READONLY/);
+      await expect(client.getLock('replica').tryLock()).rejects.toMatchObject({
+        code: 'ERR_REDIS_REPLY',
+        replyCode: 'READONLY',
+      });
       await client.close();
     } finally {
       await replica.stop();
@@ -146,8 +170,8 @@ describe('Redis faults reach the caller as errors', () => {
     const held = client.getLock('gone');
     await held.lock();
     await doomed.stop();
-    await expect(held.unlock()).rejects.toThrow();
-    await expect(client.getLock('gone').lock()).rejects.toThrow();
+    await expect(held.unlock()).rejects.toBeInstanceOf(RedisUnavailableError);
+    await expect(client.getLock('gone').tryLock(100)).rejects.toBeInstanceOf(RedisUnavailableError);
     await client.close();
     closeNow(connection);
   });

@@ -63,6 +63,7 @@ describe('on one server', () => {
     const link = new SingleLink(connection, false, false, {
       message: (_channel, message) => messages.push(message),
       resubscribed: () => undefined,
+      dropped: () => undefined,
     });
     let subscribed: Promise<unknown> | undefined;
     connection.once('connect', () => (subscribed = link.subscribe('setting-up')));

@@ -4,10 +4,10 @@ import { ClientClosedError } from './errors';
 import { FairWaiters } from './fair-waiters';
 import { HoldBook, type LostLease } from './holds';
 import { clientChannel } from './keys';
-import type { LockContext } from './locks/context';
+import type { LockContext, RedisErrorReport } from './locks/context';
 import { FairLock } from './locks/fair-lock';
 import { FencedLock } from './locks/fenced-lock';
-import { GroupLock } from './locks/group-lock';
+import { GroupLock, type GroupRules } from './locks/group-lock';
 import { ReentrantLock } from './locks/lock';
 import type { RFencedLock, RLock } from './locks/types';
 import { runAsNewTask } from './owner';
@@ -21,9 +21,11 @@ import {
   type PubSubOption,
 } from './pubsub-mode';
 import { isCluster, type RedisConnection } from './redis';
+import { RedisCalls } from './redis-call';
 import { acknowledgedBy, type ReplicaWait } from './replicas';
 import type { PublishCommand } from './scripts';
 import { checkTime } from './validate';
+import type { StepLimits } from './wait';
 import { Watchdog } from './watchdog';
 
 export interface LockClientOptions {
@@ -58,6 +60,12 @@ export interface LockClientOptions {
    * LockNotReplicatedError: an acquisition is given back first. Off by default.
    */
   waitForReplicas?: ReplicaWait;
+  /**
+   * How long one Redis call may take before the caller gets a RedisUnavailableError, in ms,
+   * whatever the server does (slow, paused, unreachable). Calls inside a wait are bounded by the
+   * time left of the wait instead, when that is shorter. Default 3000 (Redisson's `timeout`).
+   */
+  commandTimeout?: number;
 }
 
 /** Emitted when a lease this client held is gone while it was still held. */
@@ -68,8 +76,25 @@ export interface LockLostEvent {
   reason: string;
 }
 
+/**
+ * Redis failed, or did not answer in time, something rlock goes on with by itself: a watchdog
+ * renewal, a fair-lock place refresh, a subscription, a hand-off confirmation, or an attempt of a
+ * wait that rides out the outage (`lock()` waits until Redis is back). The call that needs the
+ * answer still gets its own error; this event makes an outage visible while nothing fails yet.
+ */
+export interface RedisErrorEvent {
+  /** The lock, or for a subscription its channel. */
+  name: string;
+  /** What failed: 'acquire', 'renew', 'refresh', 'subscribe', 'confirm', ... */
+  operation: string;
+  error: Error;
+  /** When it is tried again, in ms; absent when it is not. */
+  retryInMs?: number;
+}
+
 interface LockClientEvents {
   lockLost: [LockLostEvent];
+  redisError: [RedisErrorEvent];
 }
 
 /** A command connection that may also open its own pub/sub connection. */
@@ -78,6 +103,7 @@ type CommandConnection = RedisConnection & { duplicate?: () => RedisConnection }
 const DEFAULT_WATCHDOG_TIMEOUT = 30_000;
 const DEFAULT_WATCHDOG_BATCH = 100;
 const DEFAULT_FAIR_WAIT_TIMEOUT = 10_000;
+const DEFAULT_COMMAND_TIMEOUT = 3_000;
 
 /**
  * Makes locks on one Redis connection. The connection stays the caller's (close() leaves it open);
@@ -100,6 +126,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private pubSubModeResolution?: Promise<PubSubMode>;
   private requestCount = 0;
   private readonly context: LockContext;
+  private readonly calls: RedisCalls;
 
   constructor(redis: CommandConnection, options: LockClientOptions = {}) {
     super();
@@ -153,17 +180,24 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         { code: 'ERR_INVALID_ARG_TYPE' },
       );
     }
+    const commandTimeout =
+      options.commandTimeout === undefined
+        ? DEFAULT_COMMAND_TIMEOUT
+        : checkTime('commandTimeout', options.commandTimeout, { min: 1, allowMinusOne: false });
+    this.calls = new RedisCalls(redis, commandTimeout);
     this.book = new HoldBook((lost: LostLease) => this.emit('lockLost', lost));
-    this.watchdog = new Watchdog(redis, this.book, this.fairWaiters, {
+    this.watchdog = new Watchdog(this.calls, redis, this.book, this.fairWaiters, {
       timeout: this.watchdogTimeout,
       waiterTimeout: this.fairLockWaitTimeout,
       batchSize,
       groupBySlot: isCluster(redis),
       publishCommand: () => this.publishCommand(),
+      report: (report) => this.reportRedisError(report),
     });
     const replicaWait = parseReplicaWait(options.waitForReplicas);
     this.context = {
       redis,
+      calls: this.calls,
       clientId: this.id,
       watchdogTimeout: this.watchdogTimeout,
       book: this.book,
@@ -171,12 +205,19 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       fairWaiters: this.fairWaiters,
       watchdog: this.watchdog,
       closing: this.closer.signal,
-      subscriber: () => this.subscriber(),
+      subscriber: (name, limits) => this.subscriber(name, limits),
+      reportRedisError: (report) => this.reportRedisError(report),
       publishCommand: () => this.publishCommand(),
       replicaAcks:
         replicaWait &&
-        (async (key) => ({
-          acknowledged: await acknowledgedBy(redis, key, replicaWait.replicas, replicaWait.timeout),
+        (async (name, key) => ({
+          // WAIT blocks up to its own timeout: the call's budget starts after that.
+          acknowledged: await this.calls.run(
+            name,
+            'waitForReplicas',
+            () => acknowledgedBy(redis, key, replicaWait.replicas, replicaWait.timeout),
+            { budget: replicaWait.timeout + commandTimeout },
+          ),
           required: replicaWait.replicas,
         })),
       newRequestId: () => `${this.id}:${(this.requestCount += 1)}`,
@@ -218,9 +259,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return new GroupLock(locks, {
       label: 'MultiLock',
       quorum: locks.length,
-      memberWait: (timeLeft) => timeLeft,
       memberErrorsAreFailures: false,
       watchdogLease: this.watchdogTimeout,
+      ...this.groupReports(),
     });
   }
 
@@ -235,12 +276,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return new GroupLock(locks, {
       label: 'RedLock',
       quorum: Math.floor(locks.length / 2) + 1,
-      memberWait: (timeLeft, members) => Math.max(timeLeft / members, 1),
       memberErrorsAreFailures: true,
       // Redlock's validity: what is left of the lease after taking it and allowing for clock drift
       // (1% of the lease plus 2 ms), as in the algorithm's description.
       validity: (lease, elapsed) => lease - elapsed - (lease * 0.01 + 2),
       watchdogLease: this.watchdogTimeout,
+      ...this.groupReports(),
     });
   }
 
@@ -264,6 +305,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async close(): Promise<void> {
     if (this.closer.signal.aborted) return;
     this.closer.abort(new ClientClosedError());
+    this.calls.abortWaits(new ClientClosedError());
     this.watchdog.stop();
     for (const entry of this.book.all()) this.book.lose(entry, 'the LockClient was closed', false);
     this.fairWaiters.close();
@@ -287,9 +329,23 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return this.pubSubModeResolution;
   }
 
-  private async subscriber(): Promise<Subscriber> {
+  /** Where a group lock made by this client reports its lost quorum and its outages. */
+  private groupReports(): Pick<GroupRules, 'reportLost' | 'reportRedisError'> {
+    return {
+      reportLost: (lost) => this.emit('lockLost', lost),
+      reportRedisError: (report) => this.reportRedisError(report),
+    };
+  }
+
+  /** Emits 'redisError', wrapping what is not an Error already (never throws). */
+  private reportRedisError(report: RedisErrorReport): void {
+    const error = report.error instanceof Error ? report.error : new Error(String(report.error));
+    this.emit('redisError', { ...report, error });
+  }
+
+  private async subscriber(name: string, limits: StepLimits): Promise<Subscriber> {
     this.throwIfClosed();
-    const mode = await this.pubSubMode();
+    const mode = await this.calls.run(name, 'subscribe', () => this.pubSubMode(), limits);
     this.throwIfClosed();
     if (!this.subscriberInstance) {
       const home = clientChannel(this.id);
@@ -301,6 +357,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         {
           onAddressedMessage: (message) => this.fairWaiters.onClientMessage(message),
           onResubscribed: () => this.fairWaiters.recheckAll(),
+          onSubscribeFailed: (channel, error, retryInMs) =>
+            this.reportRedisError({ name: channel, operation: 'subscribe', error, retryInMs }),
         },
       );
     }

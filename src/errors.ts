@@ -2,8 +2,8 @@
 export class RLockError extends Error {
   readonly code: string;
 
-  constructor(code: string, message: string) {
-    super(message);
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = new.target.name;
     this.code = code;
   }
@@ -64,5 +64,47 @@ export class LockNotReplicatedError extends RLockError {
 export class ClientClosedError extends RLockError {
   constructor() {
     super('ERR_CLIENT_CLOSED', 'the LockClient is closed; create a new LockClient to take locks again');
+  }
+}
+
+/**
+ * Redis did not answer in time (`commandTimeout`, or the time left of a wait), or could not be
+ * reached at all (connection refused or closed, ioredis gave up retrying). The operation may or may
+ * not have run: anything it took is given back once Redis answers. `cause` is what ioredis said.
+ */
+export class RedisUnavailableError extends RLockError {
+  readonly lockName: string;
+  /** What rlock was doing: 'acquire', 'release', 'renew', 'subscribe', ... */
+  readonly operation: string;
+
+  constructor(lockName: string, operation: string, detail: string, options?: { cause?: unknown }) {
+    super('ERR_REDIS_UNAVAILABLE', `lock "${lockName}": ${operation} failed: ${detail}`, options);
+    this.lockName = lockName;
+    this.operation = operation;
+  }
+}
+
+/**
+ * Redis answered with an error: WRONGTYPE (something else is stored at a key of the lock), OOM
+ * (maxmemory with noeviction), READONLY (the connection reaches a replica), NOSCRIPT, ... `cause` is
+ * the original ReplyError; `replyCode` its first word.
+ */
+export class RedisReplyError extends RLockError {
+  readonly lockName: string;
+  readonly operation: string;
+  /** The error's code as Redis sent it: 'WRONGTYPE', 'OOM', 'READONLY', 'ERR', ... */
+  readonly replyCode: string;
+
+  constructor(
+    lockName: string,
+    operation: string,
+    replyCode: string,
+    reply: string,
+    options?: { cause?: unknown },
+  ) {
+    super('ERR_REDIS_REPLY', `lock "${lockName}": ${operation} failed: Redis answered ${reply}`, options);
+    this.lockName = lockName;
+    this.operation = operation;
+    this.replyCode = replyCode;
   }
 }

@@ -26,6 +26,8 @@ export class HeldLock {
   leaseEnd = 0;
   /** A watchdog renewal is on its way; the next tick does not pile another on top. */
   renewing = false;
+  /** Held for a group lock, which reports the loss itself (when its quorum is lost). */
+  quiet = false;
   expiryTimer?: NodeJS.Timeout;
 
   constructor(
@@ -40,15 +42,25 @@ export class HeldLock {
 
 export class HoldBook {
   private readonly entries = new Map<string, HeldLock>();
+  /**
+   * Holds whose release Redis did not answer, per (lock, owner): the next unlock() of that owner
+   * (or close()) sends the same release again, with the same latch, so it counts once. Kept as
+   * long as the latch remembers a release.
+   */
+  private readonly unreleased = new Map<string, Array<{ hold: Hold; until: number }>>();
 
   constructor(private readonly onLost: (lost: LostLease) => void) {}
 
-  /** Records a granted hold; `leaseEnd` is when its lease ends at the earliest. */
-  add(name: string, ownerId: string, hold: Hold, leaseEnd: number): HeldLock {
+  /**
+   * Records a granted hold; `leaseEnd` is when its lease ends at the earliest. A quiet hold (a
+   * group lock's member) aborts its guards when lost, but leaves the lockLost event to the group.
+   */
+  add(name: string, ownerId: string, hold: Hold, leaseEnd: number, quiet = false): HeldLock {
     const key = bookKey(name, ownerId);
     let entry = this.entries.get(key);
     if (!entry) {
       entry = new HeldLock(name, ownerId);
+      entry.quiet = quiet;
       this.entries.set(key, entry);
     }
     entry.holds.push(hold);
@@ -79,12 +91,40 @@ export class HoldBook {
    * last hold, so that no renewal is ever sent for a lock whose release is under way.
    */
   takeForRelease(name: string, ownerId: string): Hold | undefined {
+    const retry = this.takeUnreleased(name, ownerId);
+    if (retry) return retry;
     const entry = this.get(name, ownerId);
     if (!entry) return undefined;
     const hold = entry.holds.pop();
     if (entry.holds.length === 0) this.drop(entry);
     else this.watchExpiry(entry);
     return hold;
+  }
+
+  /** A hold whose release went unanswered, for the owner's next unlock() to send again. */
+  keepUnreleased(name: string, ownerId: string, hold: Hold, latchMs: number): void {
+    // Only after failures: forget what no latch remembers any more, so nothing piles up.
+    const now = performance.now();
+    for (const [key, list] of this.unreleased) {
+      const live = list.filter((kept) => kept.until > now);
+      if (live.length === 0) this.unreleased.delete(key);
+      else this.unreleased.set(key, live);
+    }
+    const key = bookKey(name, ownerId);
+    const list = this.unreleased.get(key) ?? [];
+    list.push({ hold, until: now + latchMs });
+    this.unreleased.set(key, list);
+  }
+
+  private takeUnreleased(name: string, ownerId: string): Hold | undefined {
+    const key = bookKey(name, ownerId);
+    const list = this.unreleased.get(key);
+    if (!list) return undefined;
+    const now = performance.now();
+    let kept = list.pop();
+    while (kept && kept.until <= now) kept = list.pop();
+    if (list.length === 0) this.unreleased.delete(key);
+    return kept?.hold;
   }
 
   /** Every owner of this client holding `name` (for forceUnlock). */
@@ -115,7 +155,7 @@ export class HoldBook {
       code: 'ERR_LOCK_LOST',
     });
     for (const guard of entry.guards) guard.abort(error);
-    if (announce) this.onLost({ name: entry.name, ownerId: entry.ownerId, reason });
+    if (announce && !entry.quiet) this.onLost({ name: entry.name, ownerId: entry.ownerId, reason });
   }
 
   private drop(entry: HeldLock): void {

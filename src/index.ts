@@ -1,10 +1,12 @@
 export { LockClient } from './client';
-export type { LockClientOptions, LockLostEvent } from './client';
+export type { LockClientOptions, LockLostEvent, RedisErrorEvent } from './client';
 export {
   ClientClosedError,
   LockNotHeldError,
   LockNotReplicatedError,
   LockTimeoutError,
+  RedisReplyError,
+  RedisUnavailableError,
   RLockError,
 } from './errors';
 export type { Held, LockOptions, RFencedLock, RLock, TryLockOptions, WithLockOptions } from './locks/types';

@@ -15,6 +15,8 @@ export interface LinkHandlers {
   message(channel: string, message: string): void;
   /** Subscriptions are in place again after messages may have been lost. */
   resubscribed(): void;
+  /** The connection carrying every channel dropped: nothing is heard until `resubscribed`. */
+  dropped(): void;
 }
 
 export interface PubSubLink {
@@ -43,6 +45,8 @@ class Shard {
   /** The connection gave up reconnecting: only a new one can carry the channels. */
   ended = false;
   private closed = false;
+  /** Settles at the connection's next 'ready', while subscriptions wait for it. */
+  private ready?: Promise<void>;
 
   constructor(
     readonly connection: RedisConnection,
@@ -88,20 +92,32 @@ class Shard {
 
   add(channel: string): Promise<unknown> {
     this.channels.add(channel);
-    return this.whenSettingUpIsDone().then(() =>
+    return this.whenReady().then(() =>
       this.sharded ? shardCommands(this.connection).ssubscribe(channel) : this.connection.subscribe(channel),
     );
   }
 
   /**
-   * While a connection sets itself up ('connect', before 'ready') ioredis writes subscribe
-   * commands at once, and then refuses its own ready check in subscriber mode and drops the
-   * connection as failed. A connection rlock did not open may have the check on: wait for 'ready'.
-   * (In any other state ioredis queues the command until 'ready' by itself.)
+   * Subscribe commands go out only on a ready connection. While it sets itself up ('connect',
+   * before 'ready') ioredis writes them at once, then refuses its own ready check in subscriber
+   * mode and drops the connection as failed (a connection rlock did not open may have the check
+   * on); while it is down, `enableOfflineQueue: false` rejects them at once. After 'ready' the
+   * connection's own resubscription and confirmAll() take over anyway. One listener serves every
+   * channel waiting meanwhile.
    */
-  private whenSettingUpIsDone(): Promise<void> {
-    if ((this.connection as { status?: string }).status !== 'connect') return Promise.resolve();
-    return new Promise((resolve) => this.connection.once('ready', resolve));
+  private whenReady(): Promise<void> {
+    const { status } = this.connection as { status?: string };
+    if (status === undefined || status === 'ready') return Promise.resolve();
+    if (status === 'end') return Promise.reject(new Error('Connection is closed (status end)'));
+    if (status === 'wait')
+      (this.connection as { connect?: () => Promise<unknown> }).connect?.().catch(() => undefined);
+    this.ready ??= new Promise<void>((resolve) =>
+      this.connection.once('ready', () => {
+        this.ready = undefined;
+        resolve();
+      }),
+    );
+    return this.ready;
   }
 
   remove(channel: string): Promise<unknown> {
@@ -131,7 +147,7 @@ export class SingleLink implements PubSubLink {
 
   constructor(connection: RedisConnection, owned: boolean, sharded: boolean, handlers: LinkHandlers) {
     this.shard = new Shard(connection, sharded, owned, handlers, {
-      dropped: () => {},
+      dropped: () => handlers.dropped(),
       moved: () => {},
       // Only a cluster node gives channels away.
       lost: () => {},

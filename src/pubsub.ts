@@ -1,5 +1,6 @@
 import { ClientClosedError } from './errors';
 import type { LinkHandlers, PubSubLink } from './pubsub-links';
+import { retryPause, settledWithin } from './timing';
 
 /**
  * One subscriber connection per client, shared by every lock of that client.
@@ -17,10 +18,17 @@ import type { LinkHandlers, PubSubLink } from './pubsub-links';
  * (or, on a cluster, every move of channels to another node), once the subscriptions are confirmed,
  * every waiter re-checks the lock at once. Which connections carry the channels is the link's
  * business (pubsub-links.ts).
+ *
+ * Nothing here keeps a failure: a SUBSCRIBE that failed or went unanswered never blocks a waiter
+ * beyond its budget. The waiter gets a subscription that is not listening yet, whose sleeps are
+ * cut short so it looks again every UNCONFIRMED_POLL_MS; the channel is subscribed again in the
+ * background while anyone needs it, and once it is confirmed every waiter on it re-checks.
  */
 
 /** How long an unused channel stays subscribed, to spare churn under steady contention. */
 const LINGER_MS = 200;
+/** Longest sleep of a waiter whose channel is not (yet, or no longer) confirmed. */
+export const UNCONFIRMED_POLL_MS = 500;
 
 type WakeReason = 'message' | 'timeout';
 
@@ -30,14 +38,23 @@ interface Sleeper {
 }
 
 interface ChannelState {
-  /** Waiters holding a subscription to this channel. */
+  /** Waiters holding a subscription to this channel (the home channel holds one for good). */
   refs: number;
   /** Whether the last command queued for this channel was SUBSCRIBE. */
   subscribed: boolean;
+  /** Whether that SUBSCRIBE was answered: from then on no message of the channel is missed. */
+  confirmed: boolean;
+  /** Numbers each SUBSCRIBE, so that only the latest one's answer counts. */
+  generation: number;
   /** Settles when the last queued (un)subscribe settles; the next one waits for it. */
   queue: Promise<unknown>;
-  /** Settles when the channel's latest SUBSCRIBE is confirmed. */
+  /** Settles when the channel's latest SUBSCRIBE settles. */
   ready: Promise<unknown>;
+  /** A waiter went on before the channel was confirmed: every waiter re-checks once it is. */
+  handedOutUnconfirmed: boolean;
+  /** Failed SUBSCRIBEs in a row, for the pause before the next. */
+  failures: number;
+  retry?: NodeJS.Timeout;
   sleepers: Sleeper[];
   /** Wake-ups that found nobody asleep, kept for waiters between attempts. */
   permits: number;
@@ -48,6 +65,8 @@ interface ChannelState {
 
 /** A waiter's hold on one channel. */
 export interface Subscription {
+  /** Whether the channel is subscribed and confirmed now: a release will be heard. */
+  readonly listening: boolean;
   /** Sleeps until a release message for this channel, a reconnect, or `ms` passes. */
   sleep(ms: number, signal?: AbortSignal): Promise<WakeReason>;
   /** Gives the channel back; the last holder's release unsubscribes it. */
@@ -57,14 +76,23 @@ export interface Subscription {
 export interface SubscriberHooks {
   /** A message on the client's own channel, or on a channel subscribed as `addressed`. */
   onAddressedMessage(message: string): void;
-  /** The connection came back (or channels moved) and every subscription is confirmed again. */
+  /** The connection came back (or channels moved, or a late SUBSCRIBE went through): waiters re-check. */
   onResubscribed(): void;
+  /** A SUBSCRIBE failed; it is tried again after `retryInMs` while the channel is needed. */
+  onSubscribeFailed(channel: string, error: unknown, retryInMs: number): void;
+}
+
+export interface SubscribeOptions {
+  /** Messages on this channel name the waiter they are for (see SubscriberHooks). */
+  addressed?: boolean;
+  /** How long to wait for the SUBSCRIBE to be confirmed before going on without it, in ms. */
+  budget: number;
+  signal?: AbortSignal;
 }
 
 export class Subscriber {
   private readonly channels = new Map<string, ChannelState>();
   private readonly link: PubSubLink;
-  private readonly started: Promise<unknown>;
   private closed = false;
 
   /**
@@ -76,49 +104,46 @@ export class Subscriber {
    */
   constructor(
     openLink: (handlers: LinkHandlers) => PubSubLink,
-    private readonly homeChannel: string | undefined,
+    readonly homeChannel: string | undefined,
     private readonly hooks: SubscriberHooks,
   ) {
     this.link = openLink({
       message: (channel, message) => this.onMessage(channel, message),
       resubscribed: () => this.onResubscribed(),
+      dropped: () => this.onDropped(),
     });
-    this.started = homeChannel === undefined ? Promise.resolve() : this.link.subscribe(homeChannel);
-    // A failure here reaches every waiter through `started`; do not crash the process meanwhile.
-    this.started.catch(() => undefined);
-  }
-
-  /** Resolves once the home channel is subscribed: from then on its messages cannot be missed. */
-  async ready(): Promise<void> {
-    this.throwIfClosed();
-    await this.started;
-    this.throwIfClosed();
+    if (homeChannel !== undefined) {
+      const home = this.stateOf(homeChannel);
+      home.refs = 1;
+      home.addressed = true;
+      this.ensureSubscribed(homeChannel, home);
+    }
   }
 
   /**
-   * @param addressed messages on this channel name the waiter they are for (see SubscriberHooks)
+   * Takes a hold on `channel`, waiting up to `budget` ms for its SUBSCRIBE to be confirmed. Past
+   * that the hold is handed out anyway, not listening yet (see the class comment).
    */
-  async subscribe(channel: string, { addressed = false } = {}): Promise<Subscription> {
-    this.throwIfClosed();
-    await this.started;
+  async subscribe(channel: string, options: SubscribeOptions): Promise<Subscription> {
     this.throwIfClosed();
     const state = this.stateOf(channel);
-    state.addressed = addressed;
+    if (options.addressed) state.addressed = true;
     state.refs += 1;
     clearTimeout(state.linger);
-    if (!state.subscribed) {
-      state.subscribed = true;
-      state.ready = state.queue = this.queueAfter(state.queue, () => this.link.subscribe(channel));
-    }
+    this.ensureSubscribed(channel, state);
     try {
-      await state.ready;
+      if (!state.confirmed) await settledWithin(state.ready, options.budget, options.signal);
       this.throwIfClosed();
     } catch (error) {
       this.unref(channel, state);
       throw error;
     }
+    if (!state.confirmed) state.handedOutUnconfirmed = true;
     let released = false;
     return {
+      get listening() {
+        return state.confirmed;
+      },
       sleep: (ms, signal) => this.sleep(state, ms, signal),
       release: () => {
         if (released) return;
@@ -134,6 +159,7 @@ export class Subscriber {
     this.closed = true;
     for (const state of this.channels.values()) {
       clearTimeout(state.linger);
+      clearTimeout(state.retry);
       for (const sleeper of state.sleepers.splice(0)) sleeper.fail(new ClientClosedError());
     }
     this.channels.clear();
@@ -147,8 +173,12 @@ export class Subscriber {
       state = {
         refs: 0,
         subscribed: false,
+        confirmed: false,
+        generation: 0,
         queue: settled,
         ready: settled,
+        handedOutUnconfirmed: false,
+        failures: 0,
         sleepers: [],
         permits: 0,
         addressed: false,
@@ -156,6 +186,43 @@ export class Subscriber {
       this.channels.set(channel, state);
     }
     return state;
+  }
+
+  /** Queues a SUBSCRIBE unless one is queued or done; a failed one is tried again while needed. */
+  private ensureSubscribed(channel: string, state: ChannelState): void {
+    if (state.subscribed || this.closed) return;
+    clearTimeout(state.retry);
+    state.retry = undefined;
+    state.subscribed = true;
+    state.confirmed = false;
+    const generation = (state.generation += 1);
+    const current = (): boolean => state.generation === generation && state.subscribed && !this.closed;
+    const attempt = this.queueAfter(state.queue, () => this.link.subscribe(channel));
+    state.queue = state.ready = attempt;
+    attempt.then(
+      () => {
+        if (!current()) return;
+        state.confirmed = true;
+        state.failures = 0;
+        if (state.handedOutUnconfirmed) {
+          state.handedOutUnconfirmed = false;
+          this.recheck(state);
+        }
+      },
+      (error: unknown) => {
+        if (!current()) return;
+        state.subscribed = false;
+        state.failures += 1;
+        if (state.refs <= 0) return;
+        const pause = retryPause(state.failures);
+        this.hooks.onSubscribeFailed(channel, error, pause);
+        state.retry = setTimeout(() => {
+          state.retry = undefined;
+          if (state.refs > 0 && this.channels.get(channel) === state) this.ensureSubscribed(channel, state);
+        }, pause);
+        state.retry.unref();
+      },
+    );
   }
 
   private queueAfter(previous: Promise<unknown>, command: () => Promise<unknown>): Promise<unknown> {
@@ -168,18 +235,22 @@ export class Subscriber {
     if (state.refs > 0 || this.closed) return;
     clearTimeout(state.linger);
     state.linger = setTimeout(() => {
-      if (state.refs > 0 || !state.subscribed || this.closed) return;
+      if (state.refs > 0 || this.closed) return;
+      clearTimeout(state.retry);
+      state.retry = undefined;
+      if (!state.subscribed) return this.forget(channel, state);
       state.subscribed = false;
+      state.confirmed = false;
       state.queue = this.queueAfter(state.queue, () => this.link.unsubscribe(channel));
-      state.queue
-        .catch(() => undefined)
-        .then(() => {
-          if (state.refs === 0 && !state.subscribed && this.channels.get(channel) === state) {
-            this.channels.delete(channel);
-          }
-        });
+      state.queue.catch(() => undefined).then(() => this.forget(channel, state));
     }, LINGER_MS);
     state.linger.unref();
+  }
+
+  private forget(channel: string, state: ChannelState): void {
+    if (state.refs === 0 && !state.subscribed && this.channels.get(channel) === state) {
+      this.channels.delete(channel);
+    }
   }
 
   private sleep(state: ChannelState, ms: number, signal?: AbortSignal): Promise<WakeReason> {
@@ -189,6 +260,8 @@ export class Subscriber {
       state.permits -= 1;
       return Promise.resolve('message');
     }
+    // Not listening: a release would go unheard, so look again soon.
+    const delay = state.confirmed ? ms : Math.min(ms, UNCONFIRMED_POLL_MS);
     return new Promise<WakeReason>((resolve, reject) => {
       const finish = (): void => {
         clearTimeout(timer);
@@ -207,14 +280,13 @@ export class Subscriber {
         },
       };
       const onAbort = (): void => sleeper.fail(signal?.reason);
-      const timer = setTimeout(() => sleeper.wake('timeout'), ms);
+      const timer = setTimeout(() => sleeper.wake('timeout'), delay);
       signal?.addEventListener('abort', onAbort, { once: true });
       state.sleepers.push(sleeper);
     });
   }
 
   private onMessage(channel: string, message: string): void {
-    if (channel === this.homeChannel) return this.hooks.onAddressedMessage(message);
     const state = this.channels.get(channel);
     if (!state) return;
     if (state.addressed) return this.hooks.onAddressedMessage(message);
@@ -235,10 +307,24 @@ export class Subscriber {
     for (const sleeper of [...state.sleepers]) sleeper.wake('message');
   }
 
+  /** Waiters on this channel look again: messages may have been missed. */
+  private recheck(state: ChannelState): void {
+    if (state.addressed) this.hooks.onResubscribed();
+    else this.wakeAll(state);
+  }
+
   private onResubscribed(): void {
     if (this.closed) return;
-    for (const state of this.channels.values()) this.wakeAll(state);
+    for (const state of this.channels.values()) {
+      if (state.subscribed) state.confirmed = true;
+      if (!state.addressed) this.wakeAll(state);
+    }
     this.hooks.onResubscribed();
+  }
+
+  /** The connection dropped: nothing is heard until it is back and resubscribed. */
+  private onDropped(): void {
+    for (const state of this.channels.values()) state.confirmed = false;
   }
 
   private throwIfClosed(): void {

@@ -1,3 +1,6 @@
+import { isPassing } from './redis-call';
+import { pauseFor, retryPause } from './timing';
+
 /**
  * The one acquire loop every lock kind shares:
  *   attempt -> open a wake source -> attempt again -> sleep(min(holder ttl, time left)) -> attempt ...
@@ -8,6 +11,12 @@
  * that catches a release in between; a kind that must be listening before it joins a queue opens
  * it first. Sleeping never outlasts the holder's ttl, so a holder that dies without releasing costs
  * a waiter no more than its remaining lease.
+ *
+ * Time budget: a wait settles within waitTime + WAIT_SLACK_MS whatever Redis does. Each call is
+ * bounded by what is left of that (and by commandTimeout); a call that fails because Redis is
+ * unreachable, slow or busy is tried again after a short pause while time is left, and a wait
+ * whose time runs out after such a failure rejects with it (an outage is not "someone holds it").
+ * A wait without a bound (lock()) rides out an outage the same way, telling `onRetry` each time.
  */
 
 /** 'try': one attempt, never queue; 'first': the first attempt of a wait; 'queued': a later one. */
@@ -15,154 +24,138 @@ export type AttemptKind = 'try' | 'first' | 'queued';
 
 export type WakeReason = 'message' | 'recheck' | 'timeout' | 'granted';
 
+/** How long past waitTime a wait may take to settle: the last call's answer, leaving a queue. */
+export const WAIT_SLACK_MS = 200;
+
 export interface WakeSource {
   /** Sleeps until a wake-up or `ms` passes; 'granted' means a release handed this waiter the lock. */
   sleep(ms: number, signal?: AbortSignal): Promise<WakeReason>;
   release(): void;
 }
 
+/** What one call of the loop may take: until `budget` ms, and settled at once by the signal. */
+export interface StepLimits {
+  budget: number;
+  signal?: AbortSignal;
+}
+
 export interface AcquirePlan {
-  /** One attempt: null when acquired, else the holder's remaining ttl in ms (-1: no expiry). */
-  attempt(kind: AttemptKind): Promise<number | null>;
-  /** Gives back a grant that arrived after the caller stopped waiting (abort, close). */
+  /**
+   * One attempt, settling within the limits: null when acquired, else the holder's remaining ttl
+   * in ms (-1: no expiry). An attempt that acquires after it settled gives its hold back itself.
+   */
+  attempt(kind: AttemptKind, limits: StepLimits): Promise<number | null>;
+  /** Gives back the grant of the last attempt, when the caller stopped waiting as it came (abort, close). */
   undoGrant(): Promise<unknown>;
-  openWakeSource(): Promise<WakeSource>;
+  openWakeSource(limits: StepLimits): Promise<WakeSource>;
   /** Open the wake source before the first attempt (a queued waiter must never miss its turn). */
   wakeSourceFirst: boolean;
   /** Called when a wait that may have queued ends without the lock (leave the queue). */
-  giveUp?(): Promise<unknown>;
+  giveUp?(limits: StepLimits): Promise<unknown>;
   /** -1 waits forever, 0 makes one attempt. */
   waitTime: number;
+  /** The budget of one call, in ms. */
+  commandTimeout: number;
   /** The caller's signal: aborting it answers at once. */
   signal?: AbortSignal;
   /**
-   * The client's close. Only read, never listened to (thousands of waits would each add a listener):
-   * sleeping waiters are woken with ClientClosedError by the close itself, and a wait that is
-   * between steps stops at its next step.
+   * The client's close. Only read between steps, never listened to while things go well
+   * (thousands of waits would each add a listener): sleeping waiters and calls in flight are
+   * settled with ClientClosedError by the close itself.
    */
   closing: AbortSignal;
   /** Longest single sleep when no ttl bounds it (holder without expiry, waiting forever). */
   maxSleep: number;
+  /** Told when a passing failure (Redis unreachable, slow, busy) is tried again after `retryInMs`. */
+  onRetry?(error: unknown, retryInMs: number): void;
+  /** Fail at the first error, passing or not (a group's member: the group decides what to do). */
+  failFast?: boolean;
+  /** Told once, when Redis first answered that someone else holds the lock (the wait goes to sleep). */
+  onHeldElsewhere?(): void;
 }
 
 /** How a wait ended: by an attempt of its own, by a hand-off from a release, or not at all. */
 export type AcquireOutcome = 'attempt' | 'handoff' | false;
 
 export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> {
+  const check = (): void => {
+    plan.signal?.throwIfAborted();
+    plan.closing.throwIfAborted();
+  };
+  check();
+  if (plan.waitTime === 0) {
+    const ttl = await plan.attempt('try', { budget: plan.commandTimeout, signal: plan.signal });
+    return afterGrant(plan, ttl) === null ? 'attempt' : false;
+  }
+
   const deadline = plan.waitTime < 0 ? Infinity : performance.now() + plan.waitTime;
   const timeLeft = (): number => deadline - performance.now();
-  const guard = new Guard(plan);
-
-  if (plan.waitTime === 0) return (await guard.attempt('try')) === null ? 'attempt' : false;
+  const limits = (): StepLimits => ({
+    budget: Math.max(1, Math.min(plan.commandTimeout, timeLeft() + WAIT_SLACK_MS)),
+    signal: plan.signal,
+  });
 
   let source: WakeSource | undefined;
   let outcome: AcquireOutcome = false;
+  let sent = false;
+  let failures = 0;
   try {
-    if (plan.wakeSourceFirst) {
-      source = await guard.open(timeLeft());
-      if (!source) return false;
-    }
-    let ttl = await guard.attempt('first');
-    if (!source && ttl !== null) {
-      source = await guard.open(timeLeft());
-      if (!source) return false;
-      ttl = await guard.attempt('queued');
-    }
-    while (ttl !== null) {
+    for (;;) {
+      let ttl: number | null | undefined;
+      let failure: unknown;
+      try {
+        if (!source && (plan.wakeSourceFirst || sent)) source = await plan.openWakeSource(limits());
+        check();
+        const kind: AttemptKind = sent ? 'queued' : 'first';
+        sent = true;
+        ttl = afterGrant(plan, await plan.attempt(kind, limits()));
+      } catch (error) {
+        if (plan.failFast || !isPassing(error)) throw error;
+        failure = error;
+      }
+      check();
+      if (ttl === null) return (outcome = 'attempt');
       const left = timeLeft();
-      if (left <= 0) return false;
+      if (left <= 0) {
+        if (failure !== undefined) throw failure;
+        return false;
+      }
+      if (failure !== undefined) {
+        failures += 1;
+        const pause = Math.min(retryPause(failures), left);
+        plan.onRetry?.(failure, pause);
+        // Only after failures: listening on the close here costs nothing on the usual path.
+        await pauseFor(pause, [plan.signal, plan.closing]);
+        continue;
+      }
+      failures = 0;
+      // Not listening yet: the next round opens the source and tries again at once.
+      if (!source || ttl === undefined) continue;
+      plan.onHeldElsewhere?.();
       const bound = ttl >= 0 ? Math.min(ttl, left) : left;
-      const wake = await (source as WakeSource).sleep(
-        Math.max(1, Math.min(bound, plan.maxSleep)),
-        plan.signal,
-      );
-      guard.check();
+      const wake = await source.sleep(Math.max(1, Math.min(bound, plan.maxSleep)), plan.signal);
+      check();
       if (wake === 'granted') return (outcome = 'handoff');
-      ttl = await guard.attempt('queued');
     }
-    return (outcome = 'attempt');
   } finally {
     source?.release();
     if (!outcome && plan.giveUp) {
-      const leaving = plan.giveUp().catch(() => undefined);
-      // A wait that timed out leaves the queue before tryLock answers; an aborted one answers at once.
-      if (!plan.signal?.aborted && !plan.closing.aborted) await leaving;
+      // A wait that timed out leaves the queue before tryLock answers (within the slack); an
+      // aborted one answers at once and leaves in the background.
+      const stopped = plan.signal?.aborted || plan.closing.aborted;
+      const leaving = plan
+        .giveUp({ budget: stopped ? plan.commandTimeout : limits().budget })
+        .catch(() => undefined);
+      if (!stopped) await leaving;
     }
   }
-}
 
-/**
- * Runs the loop's Redis calls so that an abort (or the client's close) answers at once, while the
- * call in flight is left to finish and cleaned up after (a late grant is given back).
- */
-class Guard {
-  constructor(private readonly plan: AcquirePlan) {}
-
-  check(): void {
-    this.plan.signal?.throwIfAborted();
-    this.plan.closing.throwIfAborted();
-  }
-
-  async attempt(kind: AttemptKind): Promise<number | null> {
-    this.check();
-    const pending = this.plan.attempt(kind);
-    const ttl = await this.race(pending, (late) => {
-      if (late === null) void this.plan.undoGrant().catch(() => undefined);
-    });
-    if (ttl === null && (this.plan.signal?.aborted || this.plan.closing.aborted)) {
-      await this.plan.undoGrant().catch(() => undefined);
-      this.check();
+  /** An attempt that acquired just as the caller stopped waiting (abort, close) gives it back. */
+  function afterGrant(p: AcquirePlan, ttl: number | null): number | null {
+    if (ttl === null && (p.signal?.aborted || p.closing.aborted)) {
+      void p.undoGrant().catch(() => undefined);
+      check();
     }
     return ttl;
-  }
-
-  /** Resolves undefined when the time left runs out before the wake source is ready. */
-  async open(timeLeft: number): Promise<WakeSource | undefined> {
-    this.check();
-    const pending = this.plan.openWakeSource();
-    let taken = false;
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<undefined>((resolve) => {
-      if (Number.isFinite(timeLeft)) timer = setTimeout(resolve, Math.max(0, timeLeft), undefined);
-    });
-    try {
-      const result = await this.race(Promise.race([pending, expired]), () => undefined);
-      taken = result !== undefined;
-      return result;
-    } finally {
-      clearTimeout(timer);
-      // Given up (time out, abort) before the source was ready: give it back when it is.
-      if (!taken)
-        pending.then(
-          (late) => late.release(),
-          () => undefined,
-        );
-    }
-  }
-
-  /** Settles with `work`, or rejects as soon as the signal aborts; `onLate` sees a late result. */
-  private race<T>(work: Promise<T>, onLate: (late: T) => void): Promise<T> {
-    const { signal } = this.plan;
-    if (!signal) return work;
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const onAbort = (): void => {
-        settled = true;
-        work.then(onLate, () => undefined);
-        reject(signal.reason);
-      };
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      work.then(
-        (value) => {
-          signal.removeEventListener('abort', onAbort);
-          if (!settled) resolve(value);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          if (!settled) reject(error);
-        },
-      );
-    });
   }
 }

@@ -1,6 +1,8 @@
 import type { FairWaiter, FairWaiters } from './fair-waiters';
 import type { HoldBook, HeldLock } from './holds';
+import type { RedisErrorReport } from './locks/context';
 import type { RedisConnection } from './redis';
+import type { RedisCalls } from './redis-call';
 import { refreshFairPlaces, renewLocks, type PublishCommand } from './scripts';
 import { hashSlot } from './slots';
 
@@ -25,6 +27,8 @@ export interface WatchdogOptions {
   groupBySlot: boolean;
   /** How a refresh that hands a free lock on announces it. */
   publishCommand(): Promise<PublishCommand>;
+  /** Told of every failed renewal or refresh (they are retried). */
+  report(report: RedisErrorReport): void;
 }
 
 /** How soon a failed renewal is tried again, at most. */
@@ -36,6 +40,7 @@ export class Watchdog {
   private readonly period: number;
 
   constructor(
+    private readonly calls: RedisCalls,
     private readonly redis: RedisConnection,
     private readonly book: HoldBook,
     private readonly waiters: FairWaiters,
@@ -101,10 +106,12 @@ export class Watchdog {
     const sentAt = performance.now();
     for (const entry of batch) entry.renewing = true;
     try {
-      const renewed = await renewLocks(
-        this.redis,
-        batch.map((entry) => entry.name),
-        [this.options.timeout, ...batch.map((entry) => entry.ownerId)],
+      const renewed = await this.calls.run(batchName(batch.map((entry) => entry.name)), 'renew', () =>
+        renewLocks(
+          this.redis,
+          batch.map((entry) => entry.name),
+          [this.options.timeout, ...batch.map((entry) => entry.ownerId)],
+        ),
       );
       batch.forEach((entry, i) => {
         if (!this.book.isCurrent(entry) || !entry.byWatchdog) return;
@@ -115,7 +122,12 @@ export class Watchdog {
         }
       });
       return true;
-    } catch {
+    } catch (error) {
+      this.reportRetry(
+        batch.map((entry) => entry.name),
+        'renew',
+        error,
+      );
       return false;
     } finally {
       for (const entry of batch) entry.renewing = false;
@@ -125,28 +137,41 @@ export class Watchdog {
   /** Keeps queued waiters' places; a waiter whose place is gone tries again at once. */
   private async refresh(batch: FairWaiter[]): Promise<boolean> {
     try {
-      const kept = await refreshFairPlaces(
-        this.redis,
-        batch.flatMap(({ keys }) => [
-          keys.lock,
-          keys.queue,
-          keys.deadlines,
-          keys.marker,
-          keys.handoffChannel,
-        ]),
-        [
-          this.options.waiterTimeout,
-          await this.options.publishCommand(),
-          ...batch.map((waiter) => waiter.ownerId),
-        ],
+      const kept = await this.calls.run(batchName(batch.map((waiter) => waiter.name)), 'refresh', async () =>
+        refreshFairPlaces(
+          this.redis,
+          batch.flatMap(({ keys }) => [
+            keys.lock,
+            keys.queue,
+            keys.deadlines,
+            keys.marker,
+            keys.handoffChannel,
+          ]),
+          [
+            this.options.waiterTimeout,
+            await this.options.publishCommand(),
+            ...batch.map((waiter) => waiter.ownerId),
+          ],
+        ),
       );
       batch.forEach((waiter, i) => {
         if (kept[i] !== 1) this.waiters.recheck(waiter);
       });
       return true;
-    } catch {
+    } catch (error) {
+      this.reportRetry(
+        batch.map((waiter) => waiter.name),
+        'refresh',
+        error,
+      );
       return false;
     }
+  }
+
+  private reportRetry(names: string[], operation: string, error: unknown): void {
+    if (this.stopped) return;
+    const retryInMs = Math.min(RETRY_MS, this.period);
+    for (const name of new Set(names)) this.options.report({ name, operation, error, retryInMs });
   }
 
   /** Splits items into script calls: at most batchSize each and, on a cluster, one slot each. */
@@ -165,4 +190,10 @@ export class Watchdog {
     }
     return result;
   }
+}
+
+/** How a batch is named in its errors: its one lock, or its first and how many more. */
+function batchName(names: string[]): string {
+  const distinct = [...new Set(names)];
+  return distinct.length === 1 ? (distinct[0] as string) : `${distinct[0]} (+${distinct.length - 1} more)`;
 }

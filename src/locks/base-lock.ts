@@ -1,11 +1,16 @@
 import { LockNotHeldError, LockNotReplicatedError, LockTimeoutError } from '../errors';
+import type { Hold } from '../holds';
+import { isPassing, type CallLimits, type Lane } from '../redis-call';
+import { retryPause } from '../timing';
 import { holdLatchKey, lockKeys } from '../keys';
 import { currentTask, nextOwnerNumber, ownerId, runInCurrentOrNewTask } from '../owner';
 import { renewLocks } from '../scripts';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
-import { acquireOrWait, type AttemptKind, type WakeSource } from '../wait';
+import { acquireOrWait, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
 import type { LockContext } from './context';
 import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
+
+type GiveUp = (owner: string) => Promise<unknown>;
 
 /**
  * Everything the lock kinds share: argument rules, who the owner is, the book of holds, the wait
@@ -42,8 +47,8 @@ export abstract class BaseLock implements RLock {
   /** 1 when the owner's last hold is gone, 0 when it still holds, null when it held nothing. */
   protected abstract release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null>;
   protected abstract forceRelease(): Promise<boolean>;
-  /** Where this owner's wake-ups come from while it waits. */
-  protected abstract openWakeSource(owner: string): Promise<WakeSource>;
+  /** Where this owner's wake-ups come from while it waits; ready within the limits' budget. */
+  protected abstract openWakeSource(owner: string, limits: StepLimits): Promise<WakeSource>;
   /** Whether the wake source must be open before the first attempt. */
   protected abstract readonly wakeSourceFirst: boolean;
   /** Leaves whatever a wait left behind (a queue place); nothing for a plain lock. */
@@ -81,14 +86,24 @@ export abstract class BaseLock implements RLock {
     await this.requireReplicas('release');
   }
 
-  /** Releases the current owner's newest hold (unlock() without the replica check). */
+  /**
+   * Releases the current owner's newest hold (unlock() without the replica check). A release that
+   * Redis did not answer keeps its hold aside: unlock() again sends the same release (its latch
+   * makes it count once), and close() sends it too.
+   */
   private async releaseNewestHold(): Promise<void> {
     const owner = this.currentOwner();
     this.noticeOverdueLease(owner);
     const hold = this.context.book.takeForRelease(this.name, owner);
     const latch = hold?.latch ?? this.newLatch();
-    const latchMs = hold && hold.leaseTime > 0 ? hold.leaseTime : this.context.watchdogTimeout;
-    const result = await this.release(owner, latch, latchMs);
+    const latchMs = this.latchLifetime(hold);
+    let result: 0 | 1 | null;
+    try {
+      result = await this.call('release', () => this.release(owner, latch, latchMs));
+    } catch (error) {
+      if (hold && isPassing(error)) this.context.book.keepUnreleased(this.name, owner, hold, latchMs);
+      throw error;
+    }
     const rest = this.context.book.get(this.name, owner);
     if (result === null) {
       if (rest) this.context.book.lose(rest, 'Redis no longer had its holds');
@@ -100,7 +115,7 @@ export abstract class BaseLock implements RLock {
   /** With waitForReplicas: throws LockNotReplicatedError when too few replicas have the last write. */
   private async requireReplicas(operation: 'acquire' | 'release'): Promise<void> {
     if (!this.context.replicaAcks) return;
-    const { acknowledged, required } = await this.context.replicaAcks(this.hashKey);
+    const { acknowledged, required } = await this.context.replicaAcks(this.name, this.hashKey);
     if (acknowledged < required)
       throw new LockNotReplicatedError(this.name, operation, acknowledged, required);
   }
@@ -110,30 +125,34 @@ export abstract class BaseLock implements RLock {
     for (const entry of this.context.book.holdersOf(this.name)) {
       this.context.book.lose(entry, 'forceUnlock() deleted it');
     }
-    return this.forceRelease();
+    return this.call('forceUnlock', () => this.forceRelease());
   }
 
   async isLocked(): Promise<boolean> {
     this.throwIfClosed();
-    return (await this.context.redis.exists(this.hashKey)) === 1;
+    return (await this.call('isLocked', () => this.context.redis.exists(this.hashKey))) === 1;
   }
 
   async isHeldByCurrentTask(): Promise<boolean> {
     this.throwIfClosed();
-    this.noticeOverdueLease(this.currentOwner());
-    return (await this.context.redis.hexists(this.hashKey, this.currentOwner())) === 1;
+    const owner = this.currentOwner();
+    this.noticeOverdueLease(owner);
+    return (
+      (await this.call('isHeldByCurrentTask', () => this.context.redis.hexists(this.hashKey, owner))) === 1
+    );
   }
 
   async getHoldCount(): Promise<number> {
     this.throwIfClosed();
-    this.noticeOverdueLease(this.currentOwner());
-    const count = await this.context.redis.hget(this.hashKey, this.currentOwner());
+    const owner = this.currentOwner();
+    this.noticeOverdueLease(owner);
+    const count = await this.call('getHoldCount', () => this.context.redis.hget(this.hashKey, owner));
     return count === null || count === undefined ? 0 : Number(count);
   }
 
   async remainTimeToLive(): Promise<number> {
     this.throwIfClosed();
-    return this.context.redis.pttl(this.hashKey);
+    return this.call('remainTimeToLive', () => this.context.redis.pttl(this.hashKey));
   }
 
   async withLock<T>(fn: (held: Held) => Promise<T> | T, options?: WithLockOptions): Promise<T> {
@@ -178,7 +197,9 @@ export abstract class BaseLock implements RLock {
   async shortenLease(leaseTime: number): Promise<void> {
     const owner = this.currentOwner();
     const sentAt = performance.now();
-    const [kept] = await renewLocks(this.context.redis, [this.hashKey], [leaseTime, owner]);
+    const [kept] = await this.call('renew', () =>
+      renewLocks(this.context.redis, [this.hashKey], [leaseTime, owner]),
+    );
     const entry = this.context.book.get(this.name, owner);
     if (entry && kept === 1) this.context.book.setNewestLease(entry, leaseTime, sentAt + leaseTime);
   }
@@ -200,35 +221,76 @@ export abstract class BaseLock implements RLock {
     }
   }
 
+  /**
+   * A group lock's attempt at this member: tryLock, except that any Redis failure fails it at once
+   * (the group decides what to do), the group hears when the member waits for another holder,
+   * and a lost lease is the group's to report (see GroupLock).
+   */
+  async tryLockAsMember(options: {
+    waitTime: number;
+    leaseTime: number;
+    signal: AbortSignal;
+    onHeldElsewhere: () => void;
+  }): Promise<boolean> {
+    const { waitTime, leaseTime, signal, onHeldElsewhere } = options;
+    const how = { quiet: true, failFast: true, onHeldElsewhere };
+    return (await this.acquire(waitTime, leaseTime, signal, how)) !== false;
+  }
+
+  /** The owner id the current caller acts for on this lock. */
+  currentOwnerId(): string {
+    return this.currentOwner();
+  }
+
   /** Takes the lock for the current owner; false when waitTime passed first. */
   protected async acquire(
     waitTime: number,
     leaseTime: number,
     signal?: AbortSignal,
+    how: { quiet?: boolean; failFast?: boolean; onHeldElsewhere?: () => void } = {},
   ): Promise<false | { token?: number }> {
     this.throwIfClosed();
     const { context } = this;
     const owner = this.currentOwner();
     this.noticeOverdueLease(owner);
     const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
-    let latch = '';
-    let sentAt = 0;
+    /** This wait's attempts go out one at a time (see Lane). */
+    const lane: Lane = {};
+    let granted: { latch: string; sentAt: number } | undefined;
     const outcome = await acquireOrWait({
-      attempt: (kind) => {
-        latch = this.newLatch();
-        sentAt = performance.now();
-        return this.attempt(owner, leaseMs, latch, kind);
+      attempt: async (kind, limits) => {
+        const latch = this.newLatch();
+        const sentAt = performance.now();
+        const ttl = await this.call('acquire', () => this.attempt(owner, leaseMs, latch, kind), {
+          ...limits,
+          lane,
+          endsWithClose: true,
+          // Answered after the caller stopped waiting for it: nobody takes this hold, give it back.
+          onLate: (late) => {
+            if (late === null) void this.giveBack(owner, latch, leaseMs);
+          },
+        });
+        if (ttl === null) granted = { latch, sentAt };
+        return ttl;
       },
-      undoGrant: () => this.release(owner, latch, leaseMs),
-      openWakeSource: () => this.openWakeSource(owner),
+      undoGrant: () => (granted ? this.giveBack(owner, granted.latch, leaseMs) : Promise.resolve()),
+      openWakeSource: (limits) => this.openWakeSource(owner, limits),
       wakeSourceFirst: this.wakeSourceFirst,
-      giveUp: this.giveUp && (() => (this.giveUp as (owner: string) => Promise<unknown>)(owner)),
+      giveUp:
+        this.giveUp &&
+        ((limits) => this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits)),
       waitTime,
+      commandTimeout: context.calls.commandTimeout,
       signal,
       closing: context.closing,
       maxSleep: context.watchdogTimeout,
+      onRetry: (error, retryInMs) =>
+        context.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs }),
+      failFast: how.failFast,
+      onHeldElsewhere: how.onHeldElsewhere,
     });
     if (!outcome) return false;
+    let { latch, sentAt } = granted ?? { latch: this.newLatch(), sentAt: performance.now() };
     const token = this.tokenOf(latch);
     if (outcome === 'handoff') {
       // The release that handed the lock over granted it provisionally; a fresh latch serves its
@@ -238,7 +300,7 @@ export abstract class BaseLock implements RLock {
       sentAt = performance.now();
       void this.confirm(owner, leaseMs);
     }
-    context.book.add(this.name, owner, { latch, leaseTime }, sentAt + leaseMs);
+    context.book.add(this.name, owner, { latch, leaseTime }, sentAt + leaseMs, how.quiet);
     if (leaseTime < 0) context.watchdog.start();
     try {
       await this.requireReplicas('acquire');
@@ -251,11 +313,49 @@ export abstract class BaseLock implements RLock {
     return { token };
   }
 
+  /**
+   * Gives back a hold nobody will use (granted after its caller stopped waiting). Redis may be the
+   * reason the caller stopped, so this keeps trying through passing failures until the hold would
+   * have expired anyway; its latch makes repeated tries count once. Runs in the background.
+   */
+  private async giveBack(owner: string, latch: string, leaseMs: number): Promise<void> {
+    const until = performance.now() + leaseMs;
+    for (let tries = 1; ; tries += 1) {
+      try {
+        await this.call('giveBack', () => this.release(owner, latch, leaseMs));
+        return;
+      } catch (error) {
+        if (!isPassing(error)) return;
+      }
+      const pause = retryPause(tries);
+      if (performance.now() + pause >= until) return;
+      await new Promise((resolve) => setTimeout(resolve, pause).unref());
+    }
+  }
+
   private async confirm(owner: string, leaseMs: number): Promise<void> {
-    const confirmed = await this.confirmHandoff?.(owner, leaseMs).catch(() => true);
+    let confirmed = true;
+    try {
+      const confirmHandoff = this.confirmHandoff;
+      if (confirmHandoff)
+        confirmed = await this.call('confirm', () => confirmHandoff.call(this, owner, leaseMs));
+    } catch (error) {
+      // Unanswered: the provisional grant holds the lock (for fairLockWaitTimeout) and the
+      // watchdog or the lease takes over from there.
+      this.context.reportRedisError({ name: this.name, operation: 'confirm', error });
+    }
     const entry = this.context.book.get(this.name, owner);
-    if (confirmed === false && entry)
-      this.context.book.lose(entry, 'the hand-off from the previous holder was lost');
+    if (!confirmed && entry) this.context.book.lose(entry, 'the hand-off from the previous holder was lost');
+  }
+
+  /** Runs one Redis command of this lock within its budget (see RedisCalls). */
+  protected call<T>(operation: string, send: () => Promise<T>, limits?: CallLimits<T>): Promise<T> {
+    return this.context.calls.run(this.name, operation, send, limits);
+  }
+
+  /** How long the latch of a released hold remembers the release, in ms. */
+  private latchLifetime(hold: Hold | undefined): number {
+    return hold && hold.leaseTime > 0 ? hold.leaseTime : this.context.watchdogTimeout;
   }
 
   protected currentOwner(): string {

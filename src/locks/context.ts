@@ -1,13 +1,27 @@
 import type { FairWaiters } from '../fair-waiters';
 import type { HoldBook } from '../holds';
 import type { Subscriber } from '../pubsub';
+import type { RedisCalls } from '../redis-call';
 import type { RedisConnection } from '../redis';
 import type { PublishCommand } from '../scripts';
+import type { StepLimits } from '../wait';
 import type { Watchdog } from '../watchdog';
+
+/** Redis failed something rlock keeps trying by itself (see the client's 'redisError' event). */
+export interface RedisErrorReport {
+  /** The lock (or, for a subscription, the channel) it was for. */
+  name: string;
+  operation: string;
+  error: unknown;
+  /** When it is tried again, in ms; absent when it is not (the outcome is handled otherwise). */
+  retryInMs?: number;
+}
 
 /** What a lock handle needs from the LockClient that made it. */
 export interface LockContext {
   readonly redis: RedisConnection;
+  /** Every command goes through it: budgets, readiness, errors naming the lock. */
+  readonly calls: RedisCalls;
   readonly clientId: string;
   /** Lease of watchdog locks, in ms. */
   readonly watchdogTimeout: number;
@@ -18,12 +32,14 @@ export interface LockContext {
   readonly watchdog: Watchdog;
   /** Aborts, with a ClientClosedError, when the client closes. */
   readonly closing: AbortSignal;
-  subscriber(): Promise<Subscriber>;
+  /** The client's pub/sub, ready within the limits (it may first ask a cluster what it supports). */
+  subscriber(name: string, limits: StepLimits): Promise<Subscriber>;
+  reportRedisError(report: RedisErrorReport): void;
   /**
    * With waitForReplicas: how many replicas acknowledged the writes on `key` so far, and how many
    * must. Undefined without the option.
    */
-  replicaAcks?(key: string): Promise<{ acknowledged: number; required: number }>;
+  replicaAcks?(name: string, key: string): Promise<{ acknowledged: number; required: number }>;
   /** How releases are announced: classic pub/sub, or the cluster's shard channels. */
   publishCommand(): Promise<PublishCommand>;
   /** A request id unique to this client, for latches. */

@@ -8,7 +8,9 @@ import {
   type FairKeys,
   type PublishCommand,
 } from '../scripts';
-import type { AttemptKind, WakeSource } from '../wait';
+import type { FairWaiter } from '../fair-waiters';
+import { UNCONFIRMED_POLL_MS } from '../pubsub';
+import type { AttemptKind, StepLimits, WakeSource } from '../wait';
 import { BaseLock } from './base-lock';
 import type { LockContext } from './context';
 
@@ -73,23 +75,29 @@ export class FairLock extends BaseLock {
   /**
    * Hand-offs must be heard before this owner joins the queue. Classic pub/sub brings them on the
    * client's own channel, subscribed once for all waits; sharded pub/sub on the lock's own channel,
-   * in the lock's slot, subscribed while this client has waiters on the lock. One owner waits on
-   * one fair lock at a time: a second wait of the same owner starts when the first ends (and then
-   * re-enters, or waits its turn).
+   * in the lock's slot, subscribed while this client has waiters on the lock. While that channel is
+   * not confirmed (Redis unreachable) the waiter looks again every UNCONFIRMED_POLL_MS, so a grant
+   * whose message went unheard is still taken. One owner waits on one fair lock at a time: a
+   * second wait of the same owner starts when the first ends (and then re-enters, or waits its turn).
    */
-  protected async openWakeSource(owner: string): Promise<WakeSource> {
-    const subscriber = await this.context.subscriber();
-    if ((await this.context.publishCommand()) === 'publish') {
-      await subscriber.ready();
-      return this.context.fairWaiters.register(this.name, owner, this.keys);
+  protected async openWakeSource(owner: string, limits: StepLimits): Promise<WakeSource> {
+    const subscriber = await this.context.subscriber(this.name, limits);
+    const sharded = (await this.context.publishCommand()) === 'spublish';
+    const channel = sharded ? this.keys.handoffChannel : (subscriber.homeChannel as string);
+    const subscription = await subscriber.subscribe(channel, { ...limits, addressed: true });
+    let waiter: FairWaiter;
+    try {
+      waiter = await this.context.fairWaiters.register(this.name, owner, this.keys);
+    } catch (error) {
+      subscription.release();
+      throw error;
     }
-    const channel = await subscriber.subscribe(this.keys.handoffChannel, { addressed: true });
-    const waiter = await this.context.fairWaiters.register(this.name, owner, this.keys);
     return {
-      sleep: (ms, signal) => waiter.sleep(ms, signal),
+      sleep: (ms, signal) =>
+        waiter.sleep(subscription.listening ? ms : Math.min(ms, UNCONFIRMED_POLL_MS), signal),
       release: () => {
         waiter.release();
-        channel.release();
+        subscription.release();
       },
     };
   }

@@ -1,5 +1,8 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
+import type { LostLease } from '../holds';
 import { runInCurrentOrNewTask } from '../owner';
+import { isPassing } from '../redis-call';
+import { pauseFor, retryPause } from '../timing';
 import {
   checkLeaseTime,
   checkWaitTime,
@@ -7,20 +10,30 @@ import {
   parseLockOptions as parseOptions,
 } from '../validate';
 import { BaseLock } from './base-lock';
+import type { RedisErrorReport } from './context';
 import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
 /**
- * One lock made of several (Redisson's RedissonMultiLock and RedissonRedLock): members are taken
- * in order, each within its share of the time left; a member that cannot be taken costs the
- * attempt when fewer than `quorum` could still be held, and then every member taken so far is
- * given back and the attempt starts over, so two groups never deadlock.
+ * One lock made of several (Redisson's RedissonMultiLock and RedissonRedLock).
+ *
+ * An attempt is a round: every member is asked at once, each within the time left, and the round
+ * is decided as soon as `quorum` members are held (taken) or can no longer be (failed); members
+ * still being asked are then called off, and a grant that reaches one of them late is given back.
+ * A failed round gives back what it took, steps back a random moment and starts over while time
+ * is left, so two groups over the same locks never deadlock: a round that holds some members but
+ * not a quorum waits for the rest only briefly.
+ *
+ * Members are held quietly: a member whose lease is lost does not raise its client's lockLost by
+ * itself; the group reports a loss once fewer than `quorum` members are still held.
  */
 export interface GroupRules {
   /** How many members must be held for the group to be held. */
   quorum: number;
-  /** How long one member may be waited for, given the time left for the whole attempt. */
-  memberWait(timeLeft: number, members: number): number;
-  /** Whether a member that fails with an error (its server is down) only counts as not taken. */
+  /**
+   * Whether queries count a member that fails with an error (its server is down, slow, refusing)
+   * as a "no" (RedLock), instead of failing (MultiLock). Acquiring always counts it as not taken:
+   * the quorum decides.
+   */
   memberErrorsAreFailures: boolean;
   /**
    * Time the quorum must still have after it was reached (RedLock's validity check): the lease
@@ -30,23 +43,46 @@ export interface GroupRules {
   /** The lease the validity check assumes for watchdog locks. */
   watchdogLease: number;
   label: string;
+  /** The client that made the group: where its lost lease and outages are reported. */
+  reportLost(lost: LostLease): void;
+  reportRedisError(report: RedisErrorReport): void;
 }
 
-/** How long lock() waits for each member before it lets go of all and starts over (Redisson's 1.5 s). */
+/** How long lock() waits for the members in one attempt before it starts over (Redisson's 1.5 s each). */
 const LOCK_ROUND_PER_MEMBER_MS = 1_500;
 
 /**
- * While it already holds members, an attempt waits for the next one only briefly (50-150 ms, at
- * random): two groups taking the same locks in opposite orders each hold what the other waits for,
- * and must not both wait out their whole time. Waiting for the first member costs nothing.
+ * While a round already holds members, it waits for the rest only briefly (50-150 ms, at random):
+ * two groups taking the same locks in opposite orders each hold what the other waits for, and must
+ * not both wait out their whole time. Waiting for the first member costs nothing.
  */
 const holdingWait = (): number => 50 + Math.random() * 100;
 
+/** Calls off the members still being asked once a round is decided. */
+class RoundDecided extends Error {}
+
+interface Round {
+  taken: BaseLock[];
+  /** The last member error, if any. */
+  error?: unknown;
+  /** How many members failed with an error. */
+  errors: number;
+}
+
+/** The members one acquisition of the group holds, watched for lost leases. */
+interface Tracker {
+  readonly controller: AbortController;
+  dispose(): void;
+}
+
 export class GroupLock implements RLock {
   readonly name: string;
+  private readonly members: BaseLock[];
+  /** Per owner, the trackers of its acquisitions of this group, newest last. */
+  private readonly trackers = new Map<string, Tracker[]>();
 
   constructor(
-    private readonly members: RLock[],
+    members: RLock[],
     private readonly rules: GroupRules,
   ) {
     if (members.length === 0) {
@@ -64,6 +100,7 @@ export class GroupLock implements RLock {
         );
       }
     }
+    this.members = members as BaseLock[];
     this.name = `${rules.label}(${members.map((member) => member.name).join(', ')})`;
   }
 
@@ -74,7 +111,18 @@ export class GroupLock implements RLock {
       ? parseOptions(arg)
       : { leaseTime: arg === undefined ? -1 : checkLeaseTime(arg), signal: undefined };
     const round = this.members.length * LOCK_ROUND_PER_MEMBER_MS;
-    while (!(await this.acquire(round, leaseTime, signal)));
+    // Waiting forever rides out an outage: an unreachable quorum is tried again, and reported.
+    for (let failures = 1; ; failures += 1) {
+      try {
+        if (await this.acquire(round, leaseTime, signal)) return;
+        failures = 0;
+      } catch (error) {
+        if (!isPassing(error) || signal?.aborted) throw error;
+        const retryInMs = retryPause(failures);
+        this.rules.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs });
+        await pauseFor(retryInMs, [signal]);
+      }
+    }
   }
 
   tryLock(): Promise<boolean>;
@@ -88,13 +136,17 @@ export class GroupLock implements RLock {
     return this.acquire(options.waitTime ?? 0, options.leaseTime, options.signal);
   }
 
-  /** Releases every member; LockNotHeldError only when fewer than the quorum were held. */
+  /**
+   * Releases every member; answers once a quorum of members answered (the others go on, each
+   * within its own budget). LockNotHeldError only when fewer than the quorum were held.
+   */
   async unlock(): Promise<void> {
-    const results = await Promise.allSettled(this.members.map((member) => member.unlock()));
-    const released = results.filter((result) => result.status === 'fulfilled').length;
+    this.untrack();
+    const results = await this.untilQuorum(this.members.map((member) => member.unlock()));
+    const released = results.filter((result) => result?.status === 'fulfilled').length;
     const failure = results.find(
       (result): result is PromiseRejectedResult =>
-        result.status === 'rejected' && !(result.reason instanceof LockNotHeldError),
+        result?.status === 'rejected' && !(result.reason instanceof LockNotHeldError),
     );
     if (failure && this.rules.quorum === this.members.length) throw failure.reason;
     if (released < this.rules.quorum) {
@@ -103,17 +155,27 @@ export class GroupLock implements RLock {
     }
   }
 
+  /** Deletes every member; true when one existed. Answers once a quorum of members answered. */
   async forceUnlock(): Promise<boolean> {
-    const results = await Promise.all(this.members.map((member) => member.forceUnlock()));
-    return results.some(Boolean);
+    for (const list of this.trackers.values()) for (const tracker of list) tracker.dispose();
+    this.trackers.clear();
+    const results = await this.untilQuorum(this.members.map((member) => member.forceUnlock()));
+    const answered = results.filter((result) => result?.status === 'fulfilled');
+    if (answered.length === 0) {
+      const failure = results.find(
+        (result): result is PromiseRejectedResult => result?.status === 'rejected',
+      );
+      if (failure) throw failure.reason;
+    }
+    return answered.some((result) => (result as PromiseFulfilledResult<boolean>).value);
   }
 
   async isLocked(): Promise<boolean> {
-    return this.countTrue(await this.ask((member) => member.isLocked(), false));
+    return this.quorumHolds((member) => member.isLocked());
   }
 
   async isHeldByCurrentTask(): Promise<boolean> {
-    return this.countTrue(await this.ask((member) => member.isHeldByCurrentTask(), false));
+    return this.quorumHolds((member) => member.isHeldByCurrentTask());
   }
 
   /** The hold count the quorum shares (the quorum-th largest of the members'). */
@@ -140,68 +202,115 @@ export class GroupLock implements RLock {
       else if (!(await this.acquire(waitTime, parsed.leaseTime, parsed.signal))) {
         throw new LockTimeoutError(this.name, waitTime);
       }
-      const { signal, release } = this.watchHolds(parsed.signal);
+      const lost =
+        this.trackers.get(this.ownerKey())?.at(-1)?.controller.signal ?? new AbortController().signal;
+      const signal = parsed.signal ? AbortSignal.any([lost, parsed.signal]) : lost;
       let result: T;
       try {
         result = await fn({ signal });
       } catch (error) {
         await this.unlock().catch(() => undefined);
         throw error;
-      } finally {
-        release();
       }
       await this.unlock();
       return result;
     });
   }
 
-  /** One attempt of up to waitTime ms (-1: members are tried once each, no waiting). */
+  /** Rounds until one holds the quorum or waitTime passes (0: one round, no waiting). */
   private async acquire(waitTime: number, leaseTime: number, signal?: AbortSignal): Promise<boolean> {
     const started = performance.now();
     const deadline = waitTime < 0 ? Infinity : started + waitTime;
     // A member waited for must not run out before the others are taken: with a fixed lease and a
     // wait, members take a longer lease first and are cut to the asked lease at the end.
     const memberLease = leaseTime < 0 ? -1 : waitTime > 0 ? Math.max(leaseTime, 2 * waitTime) : leaseTime;
-    const allowedFailures = this.members.length - this.rules.quorum;
-    for (;;) {
+    for (let failedRounds = 1; ; failedRounds += 1) {
       signal?.throwIfAborted();
-      const attemptStarted = performance.now();
-      const taken: RLock[] = [];
-      let failures = 0;
-      for (const member of this.members) {
-        const timeLeft = deadline - performance.now();
-        const share = Math.min(this.rules.memberWait(timeLeft, this.members.length), timeLeft);
-        const wait = taken.length > 0 ? Math.min(share, holdingWait()) : share;
-        const memberWait = waitTime <= 0 ? 0 : Math.max(0, Math.floor(wait));
-        let acquired = false;
-        try {
-          acquired = await member.tryLock({ waitTime: memberWait, leaseTime: memberLease, signal });
-        } catch (error) {
-          if (!this.rules.memberErrorsAreFailures || signal?.aborted) {
-            await this.release(taken);
-            throw error;
-          }
-        }
-        if (acquired) taken.push(member);
-        else failures += 1;
-        if (failures > allowedFailures) break;
-        if (taken.length >= this.rules.quorum && taken.length + failures === this.members.length) break;
-      }
-      if (
-        taken.length >= this.rules.quorum &&
-        this.stillValid(leaseTime, performance.now() - attemptStarted)
-      ) {
-        if (leaseTime > 0 && memberLease !== leaseTime) await this.shortenLeases(taken, leaseTime);
+      const roundStarted = performance.now();
+      const memberWait = waitTime <= 0 ? 0 : Math.max(0, Math.floor(deadline - roundStarted));
+      const round = await this.round(memberWait, memberLease, signal);
+      const quorumHeld = round.taken.length >= this.rules.quorum;
+      if (!signal?.aborted && quorumHeld && this.stillValid(leaseTime, performance.now() - roundStarted)) {
+        if (leaseTime > 0 && memberLease !== leaseTime) await this.shortenLeases(round.taken, leaseTime);
+        this.track(round.taken);
         return true;
       }
-      await this.release(taken);
-      if (performance.now() >= deadline || waitTime <= 0) return false;
+      await this.release(round.taken);
+      signal?.throwIfAborted();
+      // Failed members made the quorum impossible: Redis trouble, not someone else's hold.
+      const unreachable = round.errors > this.members.length - this.rules.quorum;
+      if (unreachable && !isPassing(round.error)) throw round.error;
+      const left = deadline - performance.now();
+      if (left <= 0 || waitTime <= 0) {
+        if (unreachable) throw round.error;
+        return false;
+      }
       // Step back a random moment before trying again, so that two groups that just gave way to
-      // each other do not take their first members back at once, over and over.
-      await new Promise((resolve) =>
-        setTimeout(resolve, Math.min(holdingWait(), deadline - performance.now())),
-      );
+      // each other do not take their first members back at once, over and over; after Redis
+      // failures, back off as a single lock's wait does.
+      const pause = unreachable ? retryPause(failedRounds) : holdingWait();
+      await pauseFor(Math.min(pause, left), [signal]);
     }
+  }
+
+  /**
+   * Asks every member at once; settles when each answered or was called off. The round is decided
+   * as soon as the quorum is held or out of reach. A round that holds members but waits for others
+   * that another holder keeps waits only `holdingWait()` more (two groups must not hold each
+   * other's members for their whole wait); a member that has not answered at all is waited for
+   * within its own budget, and then counts as failed.
+   */
+  private round(memberWait: number, memberLease: number, signal?: AbortSignal): Promise<Round> {
+    const allowedFailures = this.members.length - this.rules.quorum;
+    const callOff = new AbortController();
+    const memberSignal = signal ? AbortSignal.any([callOff.signal, signal]) : callOff.signal;
+    const round: Round = { taken: [], errors: 0 };
+    let failed = 0;
+    let unanswered = this.members.length;
+    let holding: NodeJS.Timeout | undefined;
+    const decide = (): void => {
+      clearTimeout(holding);
+      if (!callOff.signal.aborted) callOff.abort(new RoundDecided());
+    };
+    const review = (): void => {
+      if (round.taken.length >= this.rules.quorum || failed > allowedFailures) decide();
+      else if (round.taken.length > 0 && unanswered === 0 && memberWait > 0 && !holding) {
+        holding = setTimeout(decide, holdingWait());
+      }
+    };
+    const asked = this.members.map(async (member) => {
+      let answered = false;
+      const answer = (): void => {
+        if (answered) return;
+        answered = true;
+        unanswered -= 1;
+      };
+      try {
+        const acquired = await member.tryLockAsMember({
+          waitTime: memberWait,
+          leaseTime: memberLease,
+          signal: memberSignal,
+          onHeldElsewhere: () => {
+            answer();
+            review();
+          },
+        });
+        if (acquired) round.taken.push(member);
+        else failed += 1;
+      } catch (error) {
+        failed += 1;
+        if (!(error instanceof RoundDecided) && error !== signal?.reason) {
+          round.errors += 1;
+          round.error = error;
+        }
+      }
+      answer();
+      review();
+    });
+    return Promise.all(asked).then(() => {
+      clearTimeout(holding);
+      return round;
+    });
   }
 
   private stillValid(leaseTime: number, elapsed: number): boolean {
@@ -210,49 +319,123 @@ export class GroupLock implements RLock {
     return this.rules.validity(lease, elapsed) > 0;
   }
 
-  private async shortenLeases(taken: RLock[], leaseTime: number): Promise<void> {
-    await Promise.all(taken.map((member) => (member as BaseLock).shortenLease(leaseTime)));
+  private async shortenLeases(taken: BaseLock[], leaseTime: number): Promise<void> {
+    await Promise.all(taken.map((member) => member.shortenLease(leaseTime)));
   }
 
-  private async release(taken: RLock[]): Promise<void> {
+  private async release(taken: BaseLock[]): Promise<void> {
     await Promise.allSettled(taken.map((member) => member.unlock()));
   }
 
-  /** Aborts when fewer members than the quorum are still held (a lease lost, or the caller's signal). */
-  private watchHolds(callerSignal?: AbortSignal): { signal: AbortSignal; release: () => void } {
+  /** Whose acquisitions of this group the trackers are: the owner the first member acts for. */
+  private ownerKey(): string {
+    return (this.members[0] as BaseLock).currentOwnerId();
+  }
+
+  /**
+   * Watches the members this acquisition holds: once fewer than the quorum are, the group's loss
+   * is reported (members are held quietly) and withLock's signal aborts.
+   */
+  private track(taken: BaseLock[]): void {
     const controller = new AbortController();
-    const watches = this.members.map((member) => (member as BaseLock).watchCurrentHold());
-    let lost = 0;
+    const watches = taken.map((member) => member.watchCurrentHold()).filter((watch) => watch !== undefined);
+    let held = watches.length;
     const onLost = (event: Event): void => {
-      lost += 1;
-      if (this.members.length - lost < this.rules.quorum) {
-        controller.abort((event.target as AbortSignal).reason);
-      }
+      held -= 1;
+      if (held >= this.rules.quorum || controller.signal.aborted) return;
+      const reason = (event.target as AbortSignal).reason as Error;
+      controller.abort(reason);
+      this.rules.reportLost({
+        name: this.name,
+        ownerId: this.ownerKey(),
+        reason: `fewer than ${this.rules.quorum} of its ${this.members.length} locks are held: ${reason.message}`,
+      });
     };
-    for (const watch of watches) watch?.signal.addEventListener('abort', onLost, { once: true });
-    const signal = callerSignal ? AbortSignal.any([controller.signal, callerSignal]) : controller.signal;
-    return {
-      signal,
-      release: () => {
+    for (const watch of watches) watch.signal.addEventListener('abort', onLost, { once: true });
+    const key = this.ownerKey();
+    const tracker: Tracker = {
+      controller,
+      dispose: () => {
         for (const watch of watches) {
-          watch?.signal.removeEventListener('abort', onLost);
-          watch?.dispose();
+          watch.signal.removeEventListener('abort', onLost);
+          watch.dispose();
         }
       },
     };
+    const list = this.trackers.get(key) ?? [];
+    list.push(tracker);
+    this.trackers.set(key, list);
+  }
+
+  private untrack(): void {
+    const key = this.ownerKey();
+    const list = this.trackers.get(key);
+    list?.pop()?.dispose();
+    if (list?.length === 0) this.trackers.delete(key);
+  }
+
+  /**
+   * Settles with every member's outcome once `quorum` of them succeeded (the rest are left to
+   * finish, each within its own budget, and read as undefined), or once all settled.
+   */
+  private untilQuorum<T>(work: Array<Promise<T>>): Promise<Array<PromiseSettledResult<T> | undefined>> {
+    const results: Array<PromiseSettledResult<T> | undefined> = work.map(() => undefined);
+    return new Promise((resolve) => {
+      let settled = 0;
+      let succeeded = 0;
+      work.forEach((promise, i) => {
+        promise
+          .then(
+            (value) => {
+              results[i] = { status: 'fulfilled', value };
+              succeeded += 1;
+            },
+            (reason: unknown) => {
+              results[i] = { status: 'rejected', reason };
+            },
+          )
+          .finally(() => {
+            settled += 1;
+            if (succeeded >= this.rules.quorum || settled === work.length) resolve([...results]);
+          });
+      });
+    });
+  }
+
+  /**
+   * Whether a quorum of members says yes; answers as soon as that is decided (enough yeses, or too
+   * few left to make one). Where members' errors only count as failures, an error is a no.
+   */
+  private quorumHolds(question: (member: BaseLock) => Promise<boolean>): Promise<boolean> {
+    const { quorum, memberErrorsAreFailures } = this.rules;
+    return new Promise((resolve, reject) => {
+      let yes = 0;
+      let pending = this.members.length;
+      for (const member of this.members) {
+        question(member).then(
+          (answer) => {
+            pending -= 1;
+            if (answer) yes += 1;
+            if (yes >= quorum) resolve(true);
+            else if (yes + pending < quorum) resolve(false);
+          },
+          (error: unknown) => {
+            pending -= 1;
+            if (!memberErrorsAreFailures) reject(error);
+            else if (yes + pending < quorum) resolve(false);
+          },
+        );
+      }
+    });
   }
 
   /** Asks every member; where members' errors only count as failures, an error answers `failed`. */
-  private ask<T>(question: (member: RLock) => Promise<T>, failed: T): Promise<T[]> {
+  private ask<T>(question: (member: BaseLock) => Promise<T>, failed: T): Promise<T[]> {
     return Promise.all(
       this.members.map((member) =>
         this.rules.memberErrorsAreFailures ? question(member).catch(() => failed) : question(member),
       ),
     );
-  }
-
-  private countTrue(values: boolean[]): boolean {
-    return values.filter(Boolean).length >= this.rules.quorum;
   }
 
   private quorumValue(values: number[]): number {

@@ -1,6 +1,6 @@
 import { lockKeys, UNLOCK_MESSAGE, type LockKeys } from '../keys';
 import { acquireLock, forceReleaseLock, releaseLock } from '../scripts';
-import type { WakeSource } from '../wait';
+import type { StepLimits, WakeSource } from '../wait';
 import { BaseLock } from './base-lock';
 import type { LockContext } from './context';
 
@@ -33,7 +33,7 @@ export class ReentrantLock extends BaseLock {
   }
 
   /** Waiters listen on the lock's release channel (Redisson's), shared per client. */
-  protected async openWakeSource(): Promise<WakeSource> {
-    return (await this.context.subscriber()).subscribe(this.keys.channel);
+  protected async openWakeSource(_owner: string, limits: StepLimits): Promise<WakeSource> {
+    return (await this.context.subscriber(this.name, limits)).subscribe(this.keys.channel, limits);
   }
 }

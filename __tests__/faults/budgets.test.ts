@@ -1,0 +1,274 @@
+import type { RedisOptions } from 'ioredis';
+import {
+  LockClient,
+  RedisUnavailableError,
+  type LockClientOptions,
+  type RedisErrorEvent,
+  type RLock,
+} from '../../src';
+import { reportFault } from '../helpers/report';
+import { startRedis, type RedisServer } from '../helpers/redis-server';
+import { useRedis } from '../helpers/setup';
+import { eventually, sleep, timed } from '../helpers/wait';
+
+/**
+ * A Redis that is killed, paused, slow or restarted, under the ioredis options services set: every
+ * call settles within its budget (a wait within waitTime + slack, a single call within
+ * commandTimeout), an outage is an error and never "someone else holds it", nothing taken after its
+ * caller gave up stays behind, and the client heals once Redis is back.
+ */
+
+/** What the time assertions allow beyond a budget on a busy 2-core machine. */
+const SLACK_MS = 600;
+const COMMAND_TIMEOUT = 1_000;
+
+const OPTION_SETS: Array<[string, RedisOptions]> = [
+  ['ioredis defaults', {}],
+  ['maxRetriesPerRequest: null', { maxRetriesPerRequest: null }],
+  ['maxRetriesPerRequest: 1', { maxRetriesPerRequest: 1 }],
+  ['enableOfflineQueue: false', { enableOfflineQueue: false }],
+];
+
+function expectUnavailable(outcome: { error?: unknown; value?: unknown }, lockName: string): void {
+  expect(outcome.value).toBeUndefined();
+  expect(outcome.error).toBeInstanceOf(RedisUnavailableError);
+  expect(outcome.error).toMatchObject({ code: 'ERR_REDIS_UNAVAILABLE', lockName });
+}
+
+describe.each(OPTION_SETS)('time budgets with %s', (label, ioredisOptions) => {
+  let server: RedisServer;
+  const clients: LockClient[] = [];
+
+  beforeEach(async () => {
+    server = await startRedis();
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+    await server.stop();
+  });
+
+  const client = async (options: LockClientOptions = {}): Promise<LockClient> => {
+    const made = new LockClient(server.connect(ioredisOptions), {
+      commandTimeout: COMMAND_TIMEOUT,
+      ...options,
+    });
+    clients.push(made);
+    // Connected and scripts loaded, as a service would be before the outage.
+    await made.getLock('warm-up').withLock(() => undefined);
+    return made;
+  };
+
+  test('server killed: waits end with RedisUnavailableError at waitTime, single calls at commandTimeout', async () => {
+    const locks = await client();
+    const held = locks.getLock('b-held');
+    await held.lock();
+    await server.down();
+    const [tryLock, withLock, fairTryLock, tryOnce, unlock, isLocked, forceUnlock, holdCount] =
+      await Promise.all([
+        timed(locks.getLock('b-kill').tryLock(2_000)),
+        timed(locks.getLock('b-kill').withLock(() => 'ran', { waitTime: 2_000 })),
+        timed(locks.getFairLock('b-kill-fair').tryLock(2_000)),
+        timed(locks.getLock('b-kill').tryLock()),
+        timed(held.unlock()),
+        timed(locks.getLock('b-kill').isLocked()),
+        timed(locks.getLock('b-kill').forceUnlock()),
+        timed(locks.getLock('b-kill').getHoldCount()),
+      ]);
+    reportFault(`server killed (${label})`, {
+      tryLockMs: tryLock.ms,
+      withLockMs: withLock.ms,
+      fairTryLockMs: fairTryLock.ms,
+      tryOnceMs: tryOnce.ms,
+      unlockMs: unlock.ms,
+      isLockedMs: isLocked.ms,
+    });
+    for (const outcome of [tryLock, withLock, tryOnce, isLocked, forceUnlock, holdCount]) {
+      expectUnavailable(outcome, 'b-kill');
+    }
+    expectUnavailable(fairTryLock, 'b-kill-fair');
+    expectUnavailable(unlock, 'b-held');
+    for (const wait of [tryLock, withLock, fairTryLock]) expect(wait.ms).toBeLessThan(2_000 + SLACK_MS);
+    for (const call of [tryOnce, unlock, isLocked, forceUnlock, holdCount]) {
+      expect(call.ms).toBeLessThan(COMMAND_TIMEOUT + SLACK_MS);
+    }
+  }, 20_000);
+
+  test('server paused: waits end within their budget, and what lands after it is given back', async () => {
+    const locks = await client();
+    const admin = server.connect();
+    server.freeze();
+    let outcomes: Array<Awaited<ReturnType<typeof timed<unknown>>>>;
+    try {
+      outcomes = await Promise.all([
+        timed(locks.getLock('b-pause').tryLock(2_000)),
+        timed(locks.getLock('b-pause-with').withLock(() => 'ran', { waitTime: 2_000 })),
+        timed(locks.getFairLock('b-pause-fair').tryLock(2_000)),
+        timed(locks.getLock('b-pause-once').tryLock()),
+      ]);
+    } finally {
+      server.thaw();
+    }
+    reportFault(`server paused (${label})`, {
+      tryLockMs: outcomes[0]!.ms,
+      withLockMs: outcomes[1]!.ms,
+      fairTryLockMs: outcomes[2]!.ms,
+      tryOnceMs: outcomes[3]!.ms,
+    });
+    outcomes.forEach((outcome, i) => {
+      expectUnavailable(outcome, ['b-pause', 'b-pause-with', 'b-pause-fair', 'b-pause-once'][i] as string);
+      expect(outcome.ms).toBeLessThan((i === 3 ? COMMAND_TIMEOUT : 2_000) + SLACK_MS);
+    });
+    // The attempts ran when the server resumed: each grant nobody waited for is given back.
+    await eventually(
+      'no phantom hold',
+      async () => (await admin.exists('b-pause', 'b-pause-with', 'b-pause-fair', 'b-pause-once')) === 0,
+      5_000,
+    );
+  }, 20_000);
+
+  test('lock() rides out a restart, acquires once Redis is back, and reports the outage meanwhile', async () => {
+    const locks = await client();
+    const events: RedisErrorEvent[] = [];
+    locks.on('redisError', (event) => events.push(event));
+    await server.down();
+    const plain = locks.getLock('b-ride');
+    const fair = locks.getFairLock('b-ride-fair');
+    const acquired = Promise.all([plain.lock(), fair.lock()]);
+    await sleep(1_500);
+    await server.up();
+    const upAt = performance.now();
+    await acquired;
+    const afterReturnMs = performance.now() - upAt;
+    reportFault(`lock() over a restart (${label})`, { afterReturnMs, events: events.length });
+    expect(afterReturnMs).toBeLessThan(4_000);
+    expect(events.some((event) => event.operation === 'acquire' && event.retryInMs !== undefined)).toBe(true);
+    expect(await plain.isHeldByCurrentTask()).toBe(true);
+    expect(await fair.isHeldByCurrentTask()).toBe(true);
+    await plain.unlock();
+    await fair.unlock();
+  }, 20_000);
+
+  test('a client whose first waits met an outage works once Redis is back (no failure is kept)', async () => {
+    await server.down();
+    const fresh = new LockClient(server.connect(ioredisOptions), { commandTimeout: COMMAND_TIMEOUT });
+    clients.push(fresh);
+    expectUnavailable(await timed(fresh.getLock('b-heal').tryLock(500)), 'b-heal');
+    expectUnavailable(await timed(fresh.getFairLock('b-heal-fair').tryLock(500)), 'b-heal-fair');
+    await server.up();
+    const other = await client();
+    for (const [kind, lockOf] of [
+      ['plain', (c: LockClient) => c.getLock('b-heal')],
+      ['fair', (c: LockClient) => c.getFairLock('b-heal-fair')],
+    ] as Array<[string, (c: LockClient) => RLock]>) {
+      const held = lockOf(other);
+      await held.lock();
+      setTimeout(() => void held.unlock(), 300);
+      const waiter = lockOf(fresh);
+      const contended = await timed(waiter.tryLock(5_000));
+      expect({ kind, value: contended.value, error: contended.error }).toEqual({
+        kind,
+        value: true,
+        error: undefined,
+      });
+      await waiter.unlock();
+    }
+  }, 20_000);
+});
+
+describe('time budgets, other faults', () => {
+  const redis = useRedis();
+
+  test('enableOfflineQueue: false on a healthy server: contended waits and fair locks work from a fresh client', async () => {
+    const holder = redis.client();
+    const connection = redis.server().connect({ enableOfflineQueue: false });
+    const fresh = redis.client({}, connection);
+    await eventually('connected', () => connection.status === 'ready');
+    // A fair lock() opens its subscriber first; with the offline queue off that is a new
+    // connection that cannot take a command until it is ready.
+    const fair = fresh.getFairLock('q-fair');
+    await fair.lock();
+    await fair.unlock();
+    for (const lock of [holder.getLock('q-plain'), holder.getFairLock('q-fair')]) {
+      await lock.lock();
+      setTimeout(() => void lock.unlock(), 200);
+    }
+    expect(await fresh.getLock('q-plain').tryLock(3_000)).toBe(true);
+    expect(await fair.tryLock(3_000)).toBe(true);
+  });
+
+  test('a slow server (replies 3 s late): calls keep their budget and late grants are given back', async () => {
+    const { client, proxy } = await redis.clientThroughProxy({ commandTimeout: COMMAND_TIMEOUT });
+    await client.getLock('slow-warm').withLock(() => undefined);
+    proxy.delayReplies(3_000);
+    const [once, waited, fair] = await Promise.all([
+      timed(client.getLock('slow-1').tryLock()),
+      timed(client.getLock('slow-2').tryLock(1_500)),
+      timed(client.getFairLock('slow-3').tryLock(1_500)),
+    ]);
+    reportFault('replies 3 s late', { tryOnceMs: once.ms, tryLockMs: waited.ms, fairTryLockMs: fair.ms });
+    expectUnavailable(once, 'slow-1');
+    expectUnavailable(waited, 'slow-2');
+    expectUnavailable(fair, 'slow-3');
+    expect(once.ms).toBeLessThan(COMMAND_TIMEOUT + SLACK_MS);
+    expect(Math.max(waited.ms, fair.ms)).toBeLessThan(1_500 + SLACK_MS);
+    await eventually(
+      'late grants given back',
+      async () => (await redis.admin().exists('slow-1', 'slow-2', 'slow-3')) === 0,
+      8_000,
+    );
+    // Replies come in order: once the delayed ones are through, the connection answers at once.
+    proxy.delayReplies(0);
+    await sleep(3_200);
+    expect(await client.getLock('slow-1').tryLock(1_000)).toBe(true);
+  }, 20_000);
+
+  test('killed and restarted mid-wait: the waiter takes the lock (its data is gone) within its wait', async () => {
+    const server = redis.server();
+    const holder = redis.client({ commandTimeout: COMMAND_TIMEOUT });
+    const waiter = redis.client({ commandTimeout: COMMAND_TIMEOUT });
+    await holder.getLock('mid-wait').lock();
+    const waiting = timed(waiter.getLock('mid-wait').tryLock(6_000));
+    await sleep(300);
+    await server.down();
+    await sleep(700);
+    await server.up();
+    const outcome = await waiting;
+    reportFault('restarted mid-wait', { waitMs: outcome.ms });
+    expect(outcome.value).toBe(true);
+  }, 20_000);
+
+  test('the default commandTimeout is 3 s', async () => {
+    const server = await startRedis();
+    const client = new LockClient(server.connect());
+    try {
+      await client.getLock('default').isLocked();
+      await server.down();
+      const outcome = await timed(client.getLock('default').isLocked());
+      expectUnavailable(outcome, 'default');
+      expect(outcome.ms).toBeGreaterThan(2_900);
+      expect(outcome.ms).toBeLessThan(3_000 + SLACK_MS);
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+  }, 20_000);
+
+  test('close() ends a lock() that rides out an outage at once', async () => {
+    const server = await startRedis();
+    const client = new LockClient(server.connect({ maxRetriesPerRequest: null }));
+    try {
+      await client.getLock('warm').withLock(() => undefined);
+      await server.down();
+      const waiting = timed(client.getLock('closing').lock());
+      await sleep(1_200);
+      const closedAt = performance.now();
+      await client.close();
+      const outcome = await waiting;
+      expect(outcome.error).toMatchObject({ code: 'ERR_CLIENT_CLOSED' });
+      expect(performance.now() - closedAt).toBeLessThan(200);
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+  }, 20_000);
+});

@@ -1,0 +1,146 @@
+import { LockClient, RedisUnavailableError, type LockLostEvent, type RLock } from '../../src';
+import { FaultProxy } from '../helpers/proxy';
+import { reportFault } from '../helpers/report';
+import { startRedis, type RedisServer } from '../helpers/redis-server';
+import { eventually, sleep, timed } from '../helpers/wait';
+
+/**
+ * RedLock and MultiLock over three independent masters, one of them bad: killed, paused, or
+ * answering 3 s late. RedLock decides on a majority without waiting for the bad one; MultiLock
+ * fails within its budget. (redlock 5 on the same setup: acquire 5-15 ms, release 1-7 ms.)
+ */
+const COMMAND_TIMEOUT = 1_000;
+const SLACK_MS = 600;
+
+type Badness = 'killed' | 'paused' | 'slow';
+
+describe('group locks with a bad master', () => {
+  let servers: RedisServer[] = [];
+  let proxy: FaultProxy | undefined;
+  let clients: LockClient[] = [];
+
+  beforeEach(async () => {
+    servers = await Promise.all([startRedis(), startRedis(), startRedis()]);
+    proxy = await new FaultProxy((servers[2] as RedisServer).port).start();
+    clients = servers.map(
+      (server, i) =>
+        new LockClient(server.connect(i === 2 ? { port: (proxy as FaultProxy).port } : {}), {
+          commandTimeout: COMMAND_TIMEOUT,
+          watchdogTimeout: 1_500,
+        }),
+    );
+    // Connected and scripts loaded before the fault, as in a running service.
+    await Promise.all(clients.map((client) => client.getLock('warm').withLock(() => undefined)));
+  });
+  afterEach(async () => {
+    servers[2]?.thaw();
+    await Promise.all(clients.map((client) => client.close()));
+    await proxy?.stop();
+    await Promise.all(servers.map((server) => server.stop()));
+  });
+
+  const members = (name: string): RLock[] => clients.map((client) => client.getLock(name));
+
+  async function spoil(badness: Badness): Promise<void> {
+    const bad = servers[2] as RedisServer;
+    if (badness === 'killed') await bad.down();
+    else if (badness === 'paused') bad.freeze();
+    else proxy?.delayReplies(3_000);
+  }
+
+  test.each<Badness>(['killed', 'paused', 'slow'])(
+    'RedLock with one master %s: acquires, answers and releases on the majority at once',
+    async (badness) => {
+      await spoil(badness);
+      const red = (clients[0] as LockClient).getRedLock(...members(`red-${badness}`));
+      const started = performance.now();
+      expect(await red.tryLock(2_000, 10_000)).toBe(true);
+      const acquireMs = performance.now() - started;
+      const lockedStarted = performance.now();
+      expect(await red.isHeldByCurrentTask()).toBe(true);
+      const queryMs = performance.now() - lockedStarted;
+      const unlockStarted = performance.now();
+      await red.unlock();
+      const unlockMs = performance.now() - unlockStarted;
+      const withLock = await timed(red.withLock(() => 'ran', { waitTime: 2_000 }));
+      reportFault(`RedLock, one master ${badness}`, {
+        acquireMs,
+        queryMs,
+        unlockMs,
+        withLockMs: withLock.ms,
+      });
+      expect(withLock.value).toBe('ran');
+      expect(acquireMs).toBeLessThan(500);
+      expect(queryMs).toBeLessThan(500);
+      expect(unlockMs).toBeLessThan(500);
+      expect(withLock.ms).toBeLessThan(1_000);
+      // The healthy members are free again.
+      expect(await clients[0]!.getLock(`red-${badness}`).isLocked()).toBe(false);
+      expect(await clients[1]!.getLock(`red-${badness}`).isLocked()).toBe(false);
+      if (badness !== 'killed') {
+        // What the bad member granted late is given back once it answers.
+        servers[2]!.thaw();
+        proxy?.delayReplies(0);
+        const direct = servers[2]!.connect();
+        await eventually(
+          'nothing left on the bad master',
+          async () => (await direct.exists(`red-${badness}`)) === 0,
+          8_000,
+        );
+      }
+    },
+    20_000,
+  );
+
+  test.each<Badness>(['killed', 'paused'])(
+    'MultiLock with one member %s: fails within its wait and leaves nothing on the others',
+    async (badness) => {
+      await spoil(badness);
+      const multi = (clients[0] as LockClient).getMultiLock(...members(`multi-${badness}`));
+      const outcome = await timed(multi.tryLock(2_000));
+      const once = await timed(multi.tryLock());
+      reportFault(`MultiLock, one member ${badness}`, { tryLockMs: outcome.ms, tryOnceMs: once.ms });
+      expect(outcome.error).toBeInstanceOf(RedisUnavailableError);
+      expect(outcome.ms).toBeLessThan(2_000 + SLACK_MS);
+      expect(once.error).toBeInstanceOf(RedisUnavailableError);
+      expect(once.ms).toBeLessThan(COMMAND_TIMEOUT + SLACK_MS);
+      await eventually('healthy members free', async () => {
+        const locked = await Promise.all(
+          [0, 1].map((i) => clients[i]!.getLock(`multi-${badness}`).isLocked()),
+        );
+        return !locked.includes(true);
+      });
+    },
+    20_000,
+  );
+
+  test('RedLock keeps its quorum alive with one master down, and reports the loss below quorum', async () => {
+    const lost: LockLostEvent[] = [];
+    for (const client of clients) client.on('lockLost', (event) => lost.push(event));
+    const red = (clients[0] as LockClient).getRedLock(...members('red-watchdog'));
+    let signal: AbortSignal | undefined;
+    let release!: () => void;
+    const holding = red.withLock(async (held) => {
+      signal = held.signal;
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await eventually('held', () => signal !== undefined);
+    await servers[2]!.down();
+    // Three watchdog leases of 1.5 s: renewed on the two live masters, nothing reported.
+    await sleep(4_500);
+    expect(signal?.aborted).toBe(false);
+    expect(lost).toEqual([]);
+    expect(await clients[0]!.getLock('red-watchdog').remainTimeToLive()).toBeGreaterThan(0);
+    // A second master gone: below quorum once its lease could have run out.
+    const downAt = performance.now();
+    await servers[1]!.down();
+    await eventually('loss reported', () => lost.length > 0, 5_000);
+    const toldMs = performance.now() - downAt;
+    reportFault('RedLock below quorum', { toldMs });
+    expect(signal?.aborted).toBe(true);
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toMatchObject({ name: red.name });
+    release();
+    await holding.catch(() => undefined);
+  }, 30_000);
+});

@@ -1,0 +1,224 @@
+import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
+import type { RedisConnection } from './redis';
+
+/**
+ * Every Redis command rlock sends goes through here, so that each one settles within its budget
+ * whatever the server does (slow, paused, unreachable, restarting), and fails with an error that
+ * names the lock and the operation.
+ *
+ * ioredis alone does not bound a call: with default options a command to a dead server fails after
+ * ~10 s, with `maxRetriesPerRequest: null` never, and against a paused server it waits until the
+ * server resumes, then runs — long after its caller gave up. So a call is raced against its own
+ * timer, and an answer that comes after the caller stopped waiting goes to `onLate`, where a grant
+ * nobody waits for any more is given back.
+ *
+ * Nothing is sent while the connection is not ready: the command waits (within its budget) for the
+ * connection's 'ready'. That keeps waiters from piling retries into ioredis' offline queue during
+ * an outage, and makes `enableOfflineQueue: false` work: ioredis rejects a command sent while it
+ * (re)connects at once.
+ */
+export interface CallLimits<T> {
+  /** How long the caller waits for the answer, in ms. Default: the client's commandTimeout. */
+  budget?: number;
+  /** Aborting it settles the call at once with the signal's reason. */
+  signal?: AbortSignal;
+  /** Receives an answer that arrived after the call settled without it (timeout, abort, close). */
+  onLate?: (value: T) => void;
+  /** Calls of one lane go out one at a time: a call waits until the previous one was answered. */
+  lane?: Lane;
+  /** A wait's call: close() settles it at once with ClientClosedError. */
+  endsWithClose?: boolean;
+}
+
+/**
+ * One waiter's calls. A waiter whose attempt went unanswered (a paused server) sends its next
+ * attempt only after that one is answered, instead of stacking attempts that would all run when
+ * the server resumes.
+ */
+export interface Lane {
+  unanswered?: Promise<unknown>;
+}
+
+/** Reply codes that say "not now" rather than "never": a wait tries again while it has time. */
+const PASSING_REPLY_CODES = new Set(['LOADING', 'BUSY', 'MASTERDOWN', 'CLUSTERDOWN', 'TRYAGAIN']);
+
+/** The connection was quit or disconnected by its owner: ioredis will not reconnect it. */
+class ConnectionEnded extends Error {
+  constructor() {
+    super('the connection was closed with quit() or disconnect() (status end) and does not reconnect');
+  }
+}
+
+/** True for errors worth another try within the same wait: Redis unreachable, slow or busy. */
+export function isPassing(error: unknown): boolean {
+  if (error instanceof RedisUnavailableError) return !(error.cause instanceof ConnectionEnded);
+  return error instanceof RedisReplyError && PASSING_REPLY_CODES.has(error.replyCode);
+}
+
+/** ioredis' ways of saying the server could not be reached or did not answer. */
+const UNREACHABLE =
+  /Connection is closed|Stream isn't writeable|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|EAI_AGAIN|None of startup nodes|Failed to refresh slots cache|Cluster isn't ready|Too many Cluster redirections|max retries per request/i;
+
+/** The error a caller sees for `error`, raised while doing `operation` on lock `lock`. */
+export function asLockError(error: unknown, lock: string, operation: string): unknown {
+  if (error instanceof RLockError || !(error instanceof Error)) return error;
+  if (error.name === 'ReplyError') {
+    const replyCode = /^[A-Z]+/.exec(error.message)?.[0] ?? 'ERR';
+    return new RedisReplyError(lock, operation, replyCode, error.message, { cause: error });
+  }
+  if (
+    error instanceof ConnectionEnded ||
+    error.name === 'MaxRetriesPerRequestError' ||
+    error.name === 'ClusterAllFailedError' ||
+    UNREACHABLE.test(error.message)
+  ) {
+    return new RedisUnavailableError(lock, operation, `Redis is unreachable: ${error.message}`, {
+      cause: error,
+    });
+  }
+  return error;
+}
+
+interface PendingCall {
+  fail(error: unknown): void;
+  endsWithClose: boolean;
+}
+
+export class RedisCalls {
+  /** Calls waiting for the connection's next 'ready'. */
+  private readonly readyWaiters = new Set<() => void>();
+  private listening = false;
+  private readonly pending = new Set<PendingCall>();
+
+  constructor(
+    private readonly redis: RedisConnection,
+    /** The budget of one call outside a wait, in ms. */
+    readonly commandTimeout: number,
+  ) {}
+
+  /**
+   * Sends one command for `operation` on lock `lock` once the connection is ready, and settles
+   * within the budget with its answer, or rejects with an RLockError (RedisUnavailableError,
+   * RedisReplyError) naming the lock and the operation.
+   */
+  run<T>(lock: string, operation: string, send: () => Promise<T>, limits: CallLimits<T> = {}): Promise<T> {
+    const budget = limits.budget ?? this.commandTimeout;
+    const { signal, lane } = limits;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      let waitingForReady: (() => void) | undefined;
+      const finish = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (waitingForReady) this.readyWaiters.delete(waitingForReady);
+        this.pending.delete(call);
+        return true;
+      };
+      const call: PendingCall = {
+        fail: (error) => {
+          if (finish()) reject(error);
+        },
+        endsWithClose: limits.endsWithClose === true,
+      };
+      const fail = (error: unknown): void => call.fail(asLockError(error, lock, operation));
+      const onAbort = (): void => call.fail(signal?.reason);
+      const timer = setTimeout(() => {
+        const status = this.status();
+        const detail =
+          status === undefined || status === 'ready'
+            ? `Redis did not answer within ${Math.round(budget)} ms`
+            : `Redis was not reachable within ${Math.round(budget)} ms (connection ${status})`;
+        fail(new RedisUnavailableError(lock, operation, detail));
+      }, budget);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.pending.add(call);
+
+      const dispatch = (): void => {
+        waitingForReady = undefined;
+        if (settled) return;
+        if (lane?.unanswered) {
+          // Still answered late, maybe: this call goes out after it (while its budget lasts).
+          lane.unanswered.then(dispatch, dispatch);
+          return;
+        }
+        let sent: Promise<T>;
+        try {
+          sent = send();
+        } catch (error) {
+          return fail(error);
+        }
+        if (lane) {
+          lane.unanswered = sent;
+          const answered = (): void => {
+            if (lane.unanswered === sent) lane.unanswered = undefined;
+          };
+          sent.then(answered, answered);
+        }
+        sent.then(
+          (value) => {
+            if (finish()) resolve(value);
+            else limits.onLate?.(value);
+          },
+          (error: unknown) => {
+            // The connection dropped between the check and the write: wait for it again.
+            if (!settled && isNotWritable(error) && this.status() !== 'ready') {
+              waitingForReady = this.whenReady(dispatch, fail);
+            } else fail(error);
+          },
+        );
+      };
+      waitingForReady = this.whenReady(dispatch, fail);
+    });
+  }
+
+  /** Settles every pending call of a wait with `reason` (the client is closing). */
+  abortWaits(reason: unknown): void {
+    for (const call of [...this.pending]) if (call.endsWithClose) call.fail(reason);
+  }
+
+  /**
+   * Runs `go` at once when the connection is ready; otherwise when it is, returning the callback
+   * registered for that. `fail` when it never will be (the connection was closed by its owner).
+   */
+  private whenReady(go: () => void, fail: (error: unknown) => void): (() => void) | undefined {
+    const status = this.status();
+    if (status === undefined || status === 'ready') {
+      go();
+      return undefined;
+    }
+    if (status === 'end') {
+      fail(new ConnectionEnded());
+      return undefined;
+    }
+    // lazyConnect: nothing connects until a command is sent, and none will be until it is ready.
+    if (status === 'wait')
+      (this.redis as { connect?: () => Promise<unknown> }).connect?.().catch(() => undefined);
+    this.listen();
+    const waiter = (): void => {
+      this.readyWaiters.delete(waiter);
+      go();
+    };
+    this.readyWaiters.add(waiter);
+    return waiter;
+  }
+
+  /** One 'ready' listener for every waiting call, not one each (they can be thousands). */
+  private listen(): void {
+    if (this.listening) return;
+    this.listening = true;
+    this.redis.on('ready', () => {
+      for (const waiter of [...this.readyWaiters]) waiter();
+    });
+  }
+
+  private status(): string | undefined {
+    return (this.redis as { status?: string }).status;
+  }
+}
+
+function isNotWritable(error: unknown): boolean {
+  return error instanceof Error && /Stream isn't writeable/.test(error.message);
+}
