@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { LUA_SCRIPTS } from './lua.generated';
 import type { RedisConnection } from './redis';
 
 /**
@@ -9,9 +8,6 @@ import type { RedisConnection } from './redis';
  * the server is survived). The command name carries a hash of the script text, so two rlock
  * versions sharing one connection never run each other's scripts.
  */
-
-// src/ and dist/ are both one level below the package root, where lua/ lives.
-const LUA_DIR = resolve(__dirname, '..', 'lua');
 
 type ScriptArg = string | number;
 
@@ -25,11 +21,11 @@ export type Script<Keys extends string[], Args extends ScriptArg[], Result> = (
   args: Args,
 ) => Promise<Result>;
 
-/** A script's text with every `--@include <file>` line replaced by that file (shared helpers). */
+/** A script's text, its `--@include` lines resolved (scripts/lua-module.ts builds it from lua/). */
 function readLua(file: string): string {
-  return readFileSync(resolve(LUA_DIR, file), 'utf8').replace(/^--@include (\S+)$/gm, (_, included: string) =>
-    readLua(included),
-  );
+  const lua = LUA_SCRIPTS[file];
+  if (lua === undefined) throw new Error(`lua/${file} is not in src/lua.generated.ts: run npm run build:lua`);
+  return lua;
 }
 
 function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
@@ -37,7 +33,7 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
 ): Script<Keys, Args, Result> {
   let commandName: string | undefined;
   let lua = '';
-  // Read lazily: importing the package must not touch the disk.
+  // Named lazily: importing the package hashes no script it never runs.
   const load = (): string => {
     if (commandName === undefined) {
       lua = readLua(file);

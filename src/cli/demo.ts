@@ -129,7 +129,9 @@ async function main(): Promise<void> {
   const { redis, where, done } = await connect();
   console.log(`rlock demo on ${where}`);
   const client = new LockClient(redis, { watchdogTimeout: 1_500 });
-  const otherProcess = new LockClient(redis.duplicate(), { watchdogTimeout: 1_500 });
+  // Closed below like the first: a LockClient closes only the connections it opened itself.
+  const otherConnection = redis.duplicate();
+  const otherProcess = new LockClient(otherConnection, { watchdogTimeout: 1_500 });
   client.on('lockLost', (event) => say('lockLost', `${event.name}: ${event.reason}`));
   try {
     await contention(client);
@@ -140,6 +142,7 @@ async function main(): Promise<void> {
   } finally {
     await client.close();
     await otherProcess.close();
+    otherConnection.disconnect();
     done();
   }
   console.log('\ndemo finished');

@@ -1,5 +1,4 @@
-/** The public shape of every lock kind (Redisson's RLock, in milliseconds and Promises). */
-
+/** Options of `lock()`; the other option objects extend it. */
 export interface LockOptions {
   /** Lease in ms; -1 (default) lets the watchdog keep the lock for as long as it is held. */
   leaseTime?: number;
@@ -12,6 +11,7 @@ export interface TryLockOptions extends LockOptions {
   waitTime?: number;
 }
 
+/** What `withLock` hands its callback while the lock is held. */
 export interface Held {
   /** Aborts when the lease is lost (renewal refused or failing past expiry, lease ran out) or the caller's signal aborts. */
   signal: AbortSignal;
@@ -24,20 +24,27 @@ export interface WithLockOptions extends LockOptions {
   waitTime?: number;
 }
 
+/** The public shape of every lock kind: Redisson's RLock, in milliseconds and Promises. */
 export interface RLock {
+  /** The name it was made with (the Redis key of its hash); a group lock lists its members' names. */
   readonly name: string;
   /** Waits until acquired. No leaseTime (or -1): the watchdog keeps the lease while held. */
   lock(leaseTime?: number): Promise<void>;
+  /** Waits until acquired, or until the signal aborts. */
   lock(options: LockOptions): Promise<void>;
-  /** One attempt with no arguments (never waits); otherwise waits up to waitTime ms. */
+  /** One attempt; never waits. */
   tryLock(): Promise<boolean>;
+  /** Waits up to waitTime ms (-1: forever); false when it passed without the lock. */
   tryLock(waitTime: number, leaseTime?: number): Promise<boolean>;
+  /** As tryLock(waitTime, leaseTime), with a signal; waitTime 0 (one attempt) by default. */
   tryLock(options: TryLockOptions): Promise<boolean>;
   /** Releases one hold of the current owner; LockNotHeldError when it holds none. */
   unlock(): Promise<void>;
   /** Deletes the lock whoever holds it; true when a lock existed. Wakes a waiter. */
   forceUnlock(): Promise<boolean>;
+  /** Whether any owner holds the lock. */
   isLocked(): Promise<boolean>;
+  /** Whether the current owner (the task, or this handle outside a task) holds it. */
   isHeldByCurrentTask(): Promise<boolean>;
   /** Holds of the current owner, 0 when none. */
   getHoldCount(): Promise<number>;
