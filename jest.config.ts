@@ -13,6 +13,7 @@ const common: Config = {
 const PORTABLE = [
   'lock',
   'ownership',
+  'branches',
   'waiting',
   'watchdog',
   'fair-lock',

@@ -22,8 +22,17 @@ describe('RLock', () => {
     await lock.lock();
     const hash = await redis.admin().hgetall('layout');
     expect(Object.keys(hash)).toHaveLength(1);
-    expect(Object.keys(hash)[0]).toMatch(/^node-service-1:\d+$/);
+    // The label, a random part that makes it unique to this client, and the owner number.
+    expect(Object.keys(hash)[0]).toMatch(/^node-service-1\/[0-9a-f]{8}:\d+$/);
+    expect(Object.keys(hash)[0]).toBe(`${client.id}:${/:(\d+)$/.exec(Object.keys(hash)[0] as string)?.[1]}`);
     expect(Object.values(hash)).toEqual(['2']);
+  });
+
+  test('a default owner id is Redisson-shaped: <uuid>:<n>', async () => {
+    const client = redis.client();
+    await client.getLock('uuid-layout').lock();
+    const [field] = Object.keys(await redis.admin().hgetall('uuid-layout'));
+    expect(field).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:\d+$/);
   });
 
   test('hold count follows re-entry and unlock', async () => {

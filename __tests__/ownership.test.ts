@@ -1,5 +1,8 @@
+import { hostname } from 'node:os';
+import type { LockClient, RLock } from '../src';
 import { useRedis } from './helpers/setup';
 import { sleep } from './helpers/wait';
+import { startWorker } from './helpers/workers';
 
 describe('ownership through async call chains', () => {
   const redis = useRedis();
@@ -93,4 +96,126 @@ describe('ownership through async call chains', () => {
     ).rejects.toThrow('boom');
     expect(await lock.isLocked()).toBe(false);
   });
+});
+
+describe('explicit owners', () => {
+  const redis = useRedis();
+
+  test('a lock taken by one worker process is released by another acting as the same owner id', async () => {
+    const port = String(redis.port());
+    const holder = startWorker([port, 'hold', 'job-lock'], { OWNER_ID: 'orders:job-42' });
+    try {
+      expect(await holder.firstMessage).toBe('locked');
+      expect(await redis.admin().hgetall('job-lock')).toEqual({ 'orders:job-42': '1' });
+      const releaser = startWorker([port, 'unlock', 'job-lock'], { OWNER_ID: 'orders:job-42' });
+      expect(await releaser.firstMessage).toBe('unlocked');
+      expect(await redis.admin().exists('job-lock')).toBe(0);
+    } finally {
+      holder.child.kill('SIGKILL');
+    }
+  }, 30_000);
+
+  test('a task acting as the owner of a dead worker keeps its lock alive, then releases it', async () => {
+    const holder = startWorker([String(redis.port()), 'hold', 'job-renew'], {
+      OWNER_ID: 'orders:job-7',
+      WATCHDOG_TIMEOUT: '1000',
+    });
+    expect(await holder.firstMessage).toBe('locked');
+    holder.child.kill('SIGKILL');
+    const client = redis.client({ watchdogTimeout: 1_000 });
+    const lock = client.getLock('job-renew');
+    await client.runInTask(() => lock.lock(), { ownerId: 'orders:job-7' });
+    expect(await redis.admin().hget('job-renew', 'orders:job-7')).toBe('2');
+    // Three leases later this client's watchdog still keeps it.
+    await sleep(3_000);
+    expect(await redis.admin().hget('job-renew', 'orders:job-7')).toBe('2');
+    await client.runInTask(
+      async () => {
+        await lock.unlock();
+        await lock.unlock();
+      },
+      { ownerId: 'orders:job-7' },
+    );
+    expect(await redis.admin().exists('job-renew')).toBe(0);
+  }, 30_000);
+
+  test('ownerId is checked', async () => {
+    const client = redis.client();
+    expect(() => client.runInTask(() => 1, { ownerId: '' })).toThrow(/^ownerId must be a non-empty string/);
+    expect(() => client.runInTask(() => 1, { ownerId: 'a\nb' })).toThrow(/control characters/);
+    expect(() => client.runInTask(() => 1, { ownerId: 'x'.repeat(600) })).toThrow(RangeError);
+    expect(() => client.runInTask(() => 1, { owner: 'x' } as never)).toThrow(/no option "owner"/);
+    expect(await client.runInTask(() => 'fine', { ownerId: 'orders:job-1' })).toBe('fine');
+  });
+});
+
+describe('owner ids in Redis', () => {
+  const redis = useRedis();
+
+  test('two processes configured with the same clientId never hold one lock together', async () => {
+    const port = String(redis.port());
+    const workers = [1, 2].map(() =>
+      startWorker([port, 'loop', 'same-client-id', '1500'], { CLIENT_ID: 'order-service' }),
+    );
+    expect(await Promise.all(workers.map((worker) => worker.firstMessage))).toEqual(['done', 'done']);
+    const grants = await redis.admin().lrange('same-client-id:grants', 0, -1);
+    const clients = new Set(grants.map((owner) => owner.slice(0, owner.lastIndexOf(':'))));
+    expect(grants.length).toBeGreaterThan(20);
+    expect(clients.size).toBe(2);
+    for (const client of clients) expect(client).toMatch(/^order-service\/[0-9a-f]{8}$/);
+    expect(await redis.admin().get('same-client-id:overlaps')).toBeNull();
+  }, 30_000);
+
+  test('an owner id leads to the host and process that hold the lock', async () => {
+    const holder = startWorker([String(redis.port()), 'hold', 'traced'], { CLIENT_ID: 'billing' });
+    try {
+      expect(await holder.firstMessage).toBe('locked');
+      const [owner] = Object.keys(await redis.admin().hgetall('traced')) as [string];
+      const clientId = owner.slice(0, owner.lastIndexOf(':'));
+      const entry = await redis.admin().hgetall(`rlock_client:{${clientId}}`);
+      expect(entry).toMatchObject({ host: hostname(), pid: String(holder.child.pid), label: 'billing' });
+      expect(await redis.admin().pttl(`rlock_client:{${clientId}}`)).toBeGreaterThan(0);
+    } finally {
+      holder.child.kill('SIGKILL');
+    }
+  }, 30_000);
+
+  test('close() removes the client entry', async () => {
+    const client = redis.client();
+    await client.getLock('entry').withLock(() => undefined);
+    expect(await redis.admin().exists(`rlock_client:{${client.id}}`)).toBe(1);
+    await client.close();
+    expect(await redis.admin().exists(`rlock_client:{${client.id}}`)).toBe(0);
+  });
+});
+
+describe('ioredis keyPrefix', () => {
+  const redis = useRedis();
+
+  const kinds: Array<[string, (client: LockClient) => RLock]> = [
+    ['getLock', (client) => client.getLock('prefixed')],
+    ['getFairLock', (client) => client.getFairLock('prefixed')],
+    ['getFencedLock', (client) => client.getFencedLock('prefixed')],
+  ];
+
+  test.each(kinds)(
+    '%s: every key is under the prefix and a waiter wakes on the release',
+    async (_kind, lockOf) => {
+      const holder = lockOf(redis.client({}, redis.connect({ keyPrefix: 'myapp:' })));
+      const waiter = lockOf(redis.client({}, redis.connect({ keyPrefix: 'myapp:' })));
+      await holder.lock();
+      const waiting = waiter.tryLock(10_000);
+      await sleep(300);
+      const keys = (await redis.everyMaster((node) => node.keys('*'))).flat();
+      expect(keys.length).toBeGreaterThan(0);
+      for (const key of keys) expect(key).toMatch(/^myapp:/);
+      expect(keys).toContain('myapp:prefixed');
+      const releasedAt = performance.now();
+      await holder.unlock();
+      expect(await waiting).toBe(true);
+      expect(performance.now() - releasedAt).toBeLessThan(500);
+      // Unprefixed, the name is another lock.
+      expect(await lockOf(redis.client()).tryLock()).toBe(true);
+    },
+  );
 });

@@ -1,6 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter, setMaxListeners } from 'node:events';
-import { ClientClosedError } from './errors';
+import { parseClientOptions, type ClientSettings, type LockClientOptions } from './client-options';
+import { ClientClosedError, LockLostError, type LockLostCode } from './errors';
 import { FairWaiters } from './fair-waiters';
 import { HoldBook, type LostLease } from './holds';
 import { clientChannel } from './keys';
@@ -10,69 +11,29 @@ import { FencedLock } from './locks/fenced-lock';
 import { GroupLock, type GroupRules } from './locks/group-lock';
 import { ReentrantLock } from './locks/lock';
 import type { RFencedLock, RLock } from './locks/types';
-import { runAsNewTask } from './owner';
+import { checkOwnerId, runAsNewTask } from './owner';
+import { OwnerGates } from './owner-gate';
 import { Subscriber } from './pubsub';
-import {
-  openLink,
-  publishCommandOf,
-  PUBSUB_OPTIONS,
-  resolvePubSubMode,
-  type PubSubMode,
-  type PubSubOption,
-} from './pubsub-mode';
+import { openLink, publishCommandOf, resolvePubSubMode, type PubSubMode } from './pubsub-mode';
 import { isCluster, type RedisConnection } from './redis';
 import { RedisCalls } from './redis-call';
-import { acknowledgedBy, type ReplicaWait } from './replicas';
+import { ClientRegistry } from './registry';
+import { acknowledgedBy } from './replicas';
 import type { PublishCommand } from './scripts';
-import { checkTime } from './validate';
+import { settledWithin } from './timing';
+import { checkKnownKeys, checkOptionsObject, checkTime, typeError } from './validate';
 import type { StepLimits } from './wait';
 import { Watchdog } from './watchdog';
 
-export interface LockClientOptions {
-  /** Lease of locks taken without leaseTime, in ms; renewed every third of it. Default 30 000. */
-  watchdogTimeout?: number;
-  /** Most locks (or fair-lock places) renewed by one script call. Default 100. */
-  watchdogBatchSize?: number;
-  /**
-   * How long a fair-lock waiter keeps its place without a refresh, in ms. Live waiters are
-   * refreshed every third of it, so this bounds only how long a dead waiter holds up the queue.
-   * Default 10 000.
-   */
-  fairLockWaitTimeout?: number;
-  /** The first half of every owner id this client writes. Default: a random UUID. */
-  clientId?: string;
-  /**
-   * A connection for pub/sub, used for nothing else. Default: a duplicate of the command
-   * connection, opened on the first wait and closed by close(). Not for a Cluster, where rlock
-   * opens the connections to the nodes it needs.
-   */
-  subscriber?: RedisConnection;
-  /**
-   * How releases are announced: 'sharded' (SPUBLISH / SSUBSCRIBE on the shard that holds the
-   * lock), 'classic' (PUBLISH / SUBSCRIBE), or 'auto': sharded on a Cluster whose servers have it
-   * (Redis 7), classic otherwise, as Redisson chooses. Every service sharing locks must announce
-   * the same way. Default 'auto'.
-   */
-  pubSub?: PubSubOption;
-  /**
-   * After each acquisition and release, WAIT until this many replicas acknowledged it (at most
-   * `timeout` ms, default 1000), as Redisson's checkLockSyncedSlaves. Fewer is a
-   * LockNotReplicatedError: an acquisition is given back first. Off by default.
-   */
-  waitForReplicas?: ReplicaWait;
-  /**
-   * How long one Redis call may take before the caller gets a RedisUnavailableError, in ms,
-   * whatever the server does (slow, paused, unreachable). Calls inside a wait are bounded by the
-   * time left of the wait instead, when that is shorter. Default 3000 (Redisson's `timeout`).
-   */
-  commandTimeout?: number;
-}
+export type { LockClientOptions } from './client-options';
 
 /** Emitted when a lease this client held is gone while it was still held. */
 export interface LockLostEvent {
   name: string;
-  /** The owner that held it: `<clientId>:<ownerNumber>`. */
+  /** The owner that held it: `<clientId>:<ownerNumber>`, or an explicit owner id. */
   ownerId: string;
+  /** Why, as a stable code. */
+  code: LockLostCode;
   reason: string;
 }
 
@@ -97,116 +58,116 @@ interface LockClientEvents {
   redisError: [RedisErrorEvent];
 }
 
+/** Options of runInTask. */
+export interface TaskOptions {
+  /**
+   * Act as this owner id (the whole field written in the lock hash, e.g. `orders:job-42`, or a
+   * Redisson-shaped `<uuid>:<n>`), in this process and any other that uses it: a lock taken by one
+   * worker can be released or renewed by another. Keeping it unique per use is the caller's job.
+   */
+  ownerId?: string;
+}
+
+/** Options of close. */
+export interface CloseOptions {
+  /** How long to let running withLock bodies finish before their locks are released, in ms. Default 5000. */
+  timeout?: number;
+}
+
 /** A command connection that may also open its own pub/sub connection. */
 type CommandConnection = RedisConnection & { duplicate?: () => RedisConnection };
 
-const DEFAULT_WATCHDOG_TIMEOUT = 30_000;
-const DEFAULT_WATCHDOG_BATCH = 100;
-const DEFAULT_FAIR_WAIT_TIMEOUT = 10_000;
-const DEFAULT_COMMAND_TIMEOUT = 3_000;
+const DEFAULT_CLOSE_TIMEOUT = 5_000;
 
 /**
  * Makes locks on one Redis connection. The connection stays the caller's (close() leaves it open);
  * the client adds one pub/sub connection for waiting and one timer for the watchdog.
  */
 export class LockClient extends EventEmitter<LockClientEvents> {
-  /** The client id in every owner id this client writes (Redisson's connection-manager id). */
+  /**
+   * The first half of every owner id this client writes (Redisson's connection-manager id): a
+   * random UUID, or `<clientId>/<random>` with the clientId option. Unique to this client.
+   */
   readonly id: string;
   readonly watchdogTimeout: number;
   readonly fairLockWaitTimeout: number;
-  private readonly fairWaiters = new FairWaiters();
+  private readonly settings: ClientSettings;
+  private readonly fairWaiters: FairWaiters;
   private readonly redis: CommandConnection;
+  private readonly gates = new OwnerGates();
   private readonly book: HoldBook;
   private readonly watchdog: Watchdog;
+  private readonly registry: ClientRegistry;
+  /** Aborted when close() begins: no new acquisition, pending waits end. */
   private readonly closer = new AbortController();
+  /** Aborted when close() is done. */
+  private readonly finished = new AbortController();
+  private closing?: Promise<void>;
+  /** Running withLock bodies, which close() gives time to finish. */
+  private runningBodies = 0;
+  private bodiesDone?: () => void;
   private subscriberInstance?: Subscriber;
-  private readonly subscriberOption?: RedisConnection;
-  private readonly pubSubOption: PubSubOption;
   /** Settles once the pub/sub mode is known (on a cluster, after asking the servers). */
   private pubSubModeResolution?: Promise<PubSubMode>;
   private requestCount = 0;
   private readonly context: LockContext;
   private readonly calls: RedisCalls;
+  /**
+   * The async scope the client was made in. What lives as long as the client (the watchdog timer,
+   * the pub/sub connections) starts there, not in the scope of the call that first needed it: it
+   * would keep that caller's AsyncLocalStorage stores alive (a task, a request's context), and a
+   * lock taken by a task could never be found orphaned.
+   */
+  private readonly scope = new AsyncResource('rlock.LockClient');
 
   constructor(redis: CommandConnection, options: LockClientOptions = {}) {
     super();
     if (redis === null || typeof redis !== 'object' || typeof redis.defineCommand !== 'function') {
-      throw Object.assign(new TypeError('redis must be an ioredis-compatible client (Redis, Cluster, ...)'), {
-        code: 'ERR_INVALID_ARG_TYPE',
-      });
+      throw typeError('redis must be an ioredis-compatible client (Redis, Cluster, ...)');
     }
-    if (options === null || typeof options !== 'object') {
-      throw Object.assign(new TypeError('options must be an object'), { code: 'ERR_INVALID_ARG_TYPE' });
-    }
+    const settings = parseClientOptions(redis, options);
+    this.settings = settings;
     this.redis = redis;
+    this.id = settings.id;
+    this.watchdogTimeout = settings.watchdogTimeout;
+    this.fairLockWaitTimeout = settings.fairLockWaitTimeout;
+    this.fairWaiters = new FairWaiters(settings.keyPrefix);
     // Every pending wait listens for the close; thousands of them are normal, not a leak.
     setMaxListeners(0, this.closer.signal);
-    this.watchdogTimeout =
-      options.watchdogTimeout === undefined
-        ? DEFAULT_WATCHDOG_TIMEOUT
-        : checkTime('watchdogTimeout', options.watchdogTimeout, { min: 100, allowMinusOne: false });
-    this.fairLockWaitTimeout =
-      options.fairLockWaitTimeout === undefined
-        ? DEFAULT_FAIR_WAIT_TIMEOUT
-        : checkTime('fairLockWaitTimeout', options.fairLockWaitTimeout, { min: 100, allowMinusOne: false });
-    const batchSize =
-      options.watchdogBatchSize === undefined
-        ? DEFAULT_WATCHDOG_BATCH
-        : checkTime('watchdogBatchSize', options.watchdogBatchSize, { min: 1, allowMinusOne: false });
-    if (options.clientId !== undefined && (typeof options.clientId !== 'string' || options.clientId === '')) {
-      throw Object.assign(new TypeError('clientId must be a non-empty string'), {
-        code: 'ERR_INVALID_ARG_TYPE',
-      });
-    }
-    this.id = options.clientId ?? randomUUID();
-    this.subscriberOption = options.subscriber;
-    this.pubSubOption = options.pubSub ?? 'auto';
-    if (!PUBSUB_OPTIONS.includes(this.pubSubOption)) {
-      throw Object.assign(new RangeError(`pubSub must be one of ${PUBSUB_OPTIONS.join(', ')}`), {
-        code: 'ERR_OUT_OF_RANGE',
-      });
-    }
-    if (this.subscriberOption && isCluster(redis)) {
-      throw Object.assign(
-        new TypeError(
-          'options.subscriber cannot be used with a Cluster: rlock connects to the nodes it needs',
-        ),
-        { code: 'ERR_INVALID_ARG_TYPE' },
-      );
-    }
-    if (!this.subscriberOption && !isCluster(redis) && typeof redis.duplicate !== 'function') {
-      throw Object.assign(
-        new TypeError('options.subscriber is required when the redis client has no duplicate() method'),
-        { code: 'ERR_INVALID_ARG_TYPE' },
-      );
-    }
-    const commandTimeout =
-      options.commandTimeout === undefined
-        ? DEFAULT_COMMAND_TIMEOUT
-        : checkTime('commandTimeout', options.commandTimeout, { min: 1, allowMinusOne: false });
-    this.calls = new RedisCalls(redis, commandTimeout);
-    this.book = new HoldBook((lost: LostLease) => this.emit('lockLost', lost));
+    this.calls = new RedisCalls(redis, settings.commandTimeout);
+    this.book = new HoldBook(this.gates, (lost: LostLease) => this.emit('lockLost', lost));
+    const report = (event: RedisErrorReport): void => this.reportRedisError(event);
+    this.registry = new ClientRegistry(this.calls, redis, this.id, settings.label, report);
     this.watchdog = new Watchdog(this.calls, redis, this.book, this.fairWaiters, {
-      timeout: this.watchdogTimeout,
-      waiterTimeout: this.fairLockWaitTimeout,
-      batchSize,
+      timeout: settings.watchdogTimeout,
+      waiterTimeout: settings.fairLockWaitTimeout,
+      batchSize: settings.watchdogBatchSize,
       groupBySlot: isCluster(redis),
+      keyPrefix: settings.keyPrefix,
       publishCommand: () => this.publishCommand(),
-      report: (report) => this.reportRedisError(report),
+      report,
+      keepAnnounced: (ms) => this.registry.keepFor(ms),
+      inClientScope: (fn) => this.scope.runInAsyncScope(fn),
     });
-    const replicaWait = parseReplicaWait(options.waitForReplicas);
+    const replicaWait = settings.waitForReplicas;
     this.context = {
       redis,
       calls: this.calls,
       clientId: this.id,
-      watchdogTimeout: this.watchdogTimeout,
+      watchdogTimeout: settings.watchdogTimeout,
       book: this.book,
-      fairLockWaitTimeout: this.fairLockWaitTimeout,
+      fairLockWaitTimeout: settings.fairLockWaitTimeout,
       fairWaiters: this.fairWaiters,
       watchdog: this.watchdog,
       closing: this.closer.signal,
+      closed: this.finished.signal,
+      gates: this.gates,
+      registry: this.registry,
+      keyPrefix: settings.keyPrefix,
+      cluster: isCluster(redis),
+      trackBody: () => this.trackBody(),
       subscriber: (name, limits) => this.subscriber(name, limits),
-      reportRedisError: (report) => this.reportRedisError(report),
+      reportRedisError: report,
       publishCommand: () => this.publishCommand(),
       replicaAcks:
         replicaWait &&
@@ -215,8 +176,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           acknowledged: await this.calls.run(
             name,
             'waitForReplicas',
-            () => acknowledgedBy(redis, key, replicaWait.replicas, replicaWait.timeout),
-            { budget: replicaWait.timeout + commandTimeout },
+            () => acknowledgedBy(redis, settings.keyPrefix + key, replicaWait.replicas, replicaWait.timeout),
+            { budget: replicaWait.timeout + settings.commandTimeout },
           ),
           required: replicaWait.replicas,
         })),
@@ -224,7 +185,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     };
   }
 
-  /** A reentrant, non-fair lock (Redisson getLock). Handles are cheap; make one per use. */
+  /**
+   * A reentrant, non-fair lock (Redisson getLock). Handles are cheap. Outside a task (withLock,
+   * runInTask) the handle is the owner: unlock through the handle that locked.
+   */
   getLock(name: string): RLock {
     this.throwIfClosed();
     return new ReentrantLock(this.context, name);
@@ -261,7 +225,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       quorum: locks.length,
       memberErrorsAreFailures: false,
       watchdogLease: this.watchdogTimeout,
-      ...this.groupReports(),
+      ...this.groupHooks(),
     });
   }
 
@@ -281,39 +245,96 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       // (1% of the lease plus 2 ms), as in the algorithm's description.
       validity: (lease, elapsed) => lease - elapsed - (lease * 0.01 + 2),
       watchdogLease: this.watchdogTimeout,
-      ...this.groupReports(),
+      ...this.groupHooks(),
     });
   }
 
   /**
    * Runs fn as a new lock owner: every lock handle used anywhere in its async call chain acts for
-   * that owner, so nested locking re-enters, and concurrent tasks exclude each other.
+   * that owner, so nested locking re-enters, and concurrent tasks exclude each other. With
+   * `ownerId`, fn acts as that owner instead (see TaskOptions).
    */
-  runInTask<T>(fn: () => Promise<T> | T): Promise<T> {
-    if (typeof fn !== 'function') {
-      throw Object.assign(new TypeError('fn must be a function'), { code: 'ERR_INVALID_ARG_TYPE' });
-    }
+  runInTask<T>(fn: () => Promise<T> | T, options?: TaskOptions): Promise<T> {
+    if (typeof fn !== 'function') throw typeError('fn must be a function');
+    const given = checkOptionsObject('options', options);
+    checkKnownKeys('options', given, ['ownerId']);
+    const ownerId = given.ownerId === undefined ? undefined : checkOwnerId(given.ownerId);
     this.throwIfClosed();
-    return runAsNewTask(async () => fn());
+    return runAsNewTask(async () => fn(), ownerId);
   }
 
   /**
-   * Stops the watchdog, rejects pending waits with ClientClosedError, aborts the signals of
-   * running withLock calls and closes the pub/sub connection this client opened. Locks still held
-   * are not released: their leases run out (at most watchdogTimeout for watchdog locks).
+   * Shuts the client down without leaving locks behind for others to wait out:
+   * 1. no new acquisition starts, and pending waits reject with ClientClosedError;
+   * 2. the signals of running withLock bodies abort (LockLostError, code 'client-closed');
+   * 3. those bodies get up to `timeout` ms (default 5000) to finish and release as usual;
+   * 4. every hold this client still has is released, so waiters elsewhere take over at once;
+   * 5. subscriptions and the connections the client opened are closed.
+   * The command connection passed to the constructor stays open: it is the caller's.
    */
-  async close(): Promise<void> {
-    if (this.closer.signal.aborted) return;
-    this.closer.abort(new ClientClosedError());
-    this.calls.abortWaits(new ClientClosedError());
-    this.watchdog.stop();
-    for (const entry of this.book.all()) this.book.lose(entry, 'the LockClient was closed', false);
-    this.fairWaiters.close();
-    await this.subscriberInstance?.close();
+  close(options?: CloseOptions): Promise<void> {
+    if (this.closing) return this.closing;
+    let timeout: number;
+    try {
+      const given = checkOptionsObject('options', options);
+      checkKnownKeys('options', given, ['timeout']);
+      timeout =
+        given.timeout === undefined
+          ? DEFAULT_CLOSE_TIMEOUT
+          : checkTime('timeout', given.timeout, { min: 0, allowMinusOne: false });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.closing = this.shutDown(timeout);
+    return this.closing;
   }
 
   get closed(): boolean {
     return this.closer.signal.aborted;
+  }
+
+  private async shutDown(timeout: number): Promise<void> {
+    const closedError = new ClientClosedError();
+    this.closer.abort(closedError);
+    this.calls.abortWaits(closedError);
+    this.fairWaiters.close();
+    this.book.abortGuards(
+      (entry) => new LockLostError(entry.name, entry.ownerId, 'client-closed', 'the LockClient is closing'),
+    );
+    if (this.runningBodies > 0) {
+      const idle = new Promise<void>((resolve) => (this.bodiesDone = resolve));
+      await settledWithin(idle, timeout);
+    }
+    // Each bounded by commandTimeout: a Redis that is down delays close() no longer than that.
+    await Promise.all([this.releaseEverything(), this.registry.remove()]);
+    this.watchdog.stop();
+    this.finished.abort(closedError);
+    await this.subscriberInstance?.close();
+  }
+
+  /** Releases every hold still in the book, and the releases Redis never answered. */
+  private async releaseEverything(): Promise<void> {
+    const releases = this.book.all().map(async (entry) => {
+      const lock = entry.reopen(this.context);
+      for (let i = entry.holds.length - 1; i >= 0; i -= 1) {
+        await lock.releaseAtClose(entry.ownerId, entry.holds[i] as (typeof entry.holds)[number]);
+      }
+    });
+    const unanswered = this.book
+      .takeAllUnreleased()
+      .map(({ ownerId, hold }) => hold.reopen(this.context).releaseAtClose(ownerId, hold));
+    await Promise.allSettled([...releases, ...unanswered]);
+  }
+
+  private trackBody(): () => void {
+    this.runningBodies += 1;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.runningBodies -= 1;
+      if (this.runningBodies === 0) this.bodiesDone?.();
+    };
   }
 
   private async publishCommand(): Promise<PublishCommand> {
@@ -321,19 +342,22 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   private pubSubMode(): Promise<PubSubMode> {
-    this.pubSubModeResolution ??= resolvePubSubMode(this.redis, this.pubSubOption).catch((error: unknown) => {
-      // A failed probe (server unreachable) decides nothing: the next call asks again.
-      this.pubSubModeResolution = undefined;
-      throw error;
-    });
+    this.pubSubModeResolution ??= resolvePubSubMode(this.redis, this.settings.pubSub).catch(
+      (error: unknown) => {
+        // A failed probe (server unreachable) decides nothing: the next call asks again.
+        this.pubSubModeResolution = undefined;
+        throw error;
+      },
+    );
     return this.pubSubModeResolution;
   }
 
-  /** Where a group lock made by this client reports its lost quorum and its outages. */
-  private groupReports(): Pick<GroupRules, 'reportLost' | 'reportRedisError'> {
+  /** What a group lock made by this client reports to it, and its withLock bodies. */
+  private groupHooks(): Pick<GroupRules, 'reportLost' | 'reportRedisError' | 'trackBody'> {
     return {
       reportLost: (lost) => this.emit('lockLost', lost),
       reportRedisError: (report) => this.reportRedisError(report),
+      trackBody: () => this.trackBody(),
     };
   }
 
@@ -347,44 +371,29 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.throwIfClosed();
     const mode = await this.calls.run(name, 'subscribe', () => this.pubSubMode(), limits);
     this.throwIfClosed();
-    if (!this.subscriberInstance) {
-      const home = clientChannel(this.id);
-      const given = this.subscriberOption && { connection: this.subscriberOption, owned: false };
-      this.subscriberInstance = new Subscriber(
-        (handlers) => openLink(this.redis, mode, home, given, handlers),
-        // Sharded: hand-offs come on each fair lock's own channel (see FairLock).
-        mode === 'sharded' ? undefined : home,
-        {
-          onAddressedMessage: (message) => this.fairWaiters.onClientMessage(message),
-          onResubscribed: () => this.fairWaiters.recheckAll(),
-          onSubscribeFailed: (channel, error, retryInMs) =>
-            this.reportRedisError({ name: channel, operation: 'subscribe', error, retryInMs }),
-        },
-      );
-    }
+    this.subscriberInstance ??= this.scope.runInAsyncScope(() => this.newSubscriber(mode));
     return this.subscriberInstance;
+  }
+
+  private newSubscriber(mode: PubSubMode): Subscriber {
+    const home = clientChannel(this.id);
+    const given = this.settings.subscriber && { connection: this.settings.subscriber, owned: false };
+    const prefix = this.settings.keyPrefix;
+    return new Subscriber(
+      (handlers) => openLink(this.redis, mode, prefix + home, given, handlers),
+      // Sharded channels are bound to the locks' slots: no home channel there.
+      mode === 'sharded' ? undefined : home,
+      {
+        onAddressedMessage: (message) => this.fairWaiters.onHandoffMessage(message),
+        onResubscribed: () => this.fairWaiters.recheckAll(),
+        onSubscribeFailed: (channel, error, retryInMs) =>
+          this.reportRedisError({ name: channel, operation: 'subscribe', error, retryInMs }),
+      },
+      prefix,
+    );
   }
 
   private throwIfClosed(): void {
     this.closer.signal.throwIfAborted();
   }
-}
-
-const DEFAULT_REPLICA_WAIT_TIMEOUT = 1_000;
-
-function parseReplicaWait(option: ReplicaWait | undefined): Required<ReplicaWait> | undefined {
-  if (option === undefined) return undefined;
-  if (option === null || typeof option !== 'object') {
-    throw Object.assign(new TypeError('waitForReplicas must be an object { replicas, timeout? }'), {
-      code: 'ERR_INVALID_ARG_TYPE',
-    });
-  }
-  return {
-    replicas: checkTime('waitForReplicas.replicas', option.replicas, { min: 1, allowMinusOne: false }),
-    // WAIT with timeout 0 blocks forever: never.
-    timeout:
-      option.timeout === undefined
-        ? DEFAULT_REPLICA_WAIT_TIMEOUT
-        : checkTime('waitForReplicas.timeout', option.timeout, { min: 1, allowMinusOne: false }),
-  };
 }

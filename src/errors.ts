@@ -9,18 +9,43 @@ export class RLockError extends Error {
   }
 }
 
+/** Why an unlock() found nothing to release, when the client can tell (see LockNotHeldError). */
+export interface NotHeldHint {
+  /** Other owners of the same client that hold the lock now. */
+  heldByOthers: string[];
+  /** The lease was lost while this owner held it (see the lockLost event): why. */
+  lost?: LockLostCode;
+}
+
 /** unlock() by an owner that holds no hold: never locked, released already, or the lease ran out. */
 export class LockNotHeldError extends RLockError {
   readonly lockName: string;
+  /** The owner that asked: `<clientId>:<ownerNumber>`, or an explicit owner id. */
+  readonly ownerId: string;
 
-  constructor(lockName: string, ownerId: string) {
-    super(
-      'ERR_LOCK_NOT_HELD',
-      `lock "${lockName}" is not held by owner ${ownerId}: it was never acquired by this owner, ` +
-        'was released already, or its lease ran out (see the lockLost event)',
-    );
+  constructor(lockName: string, ownerId: string, hint: NotHeldHint = { heldByOthers: [] }) {
+    super('ERR_LOCK_NOT_HELD', `lock "${lockName}" is not held by owner ${ownerId}: ${explainNotHeld(hint)}`);
     this.lockName = lockName;
+    this.ownerId = ownerId;
   }
+}
+
+function explainNotHeld({ heldByOthers, lost }: NotHeldHint): string {
+  if (lost !== undefined) {
+    return `its lease was lost while it was held (${lost}; see the lockLost event)`;
+  }
+  if (heldByOthers.length > 0) {
+    return (
+      `this client holds it for another owner (${heldByOthers.join(', ')}). Outside a task each lock ` +
+      'handle is its own owner: unlock through the handle that locked it, or run both in one task ' +
+      '(withLock, or client.runInTask), or use runInTask({ ownerId }) to act for a known owner'
+    );
+  }
+  return (
+    'it was never acquired by this owner, was released already, or its lease ran out. Outside a task ' +
+    'each lock handle is its own owner: unlock through the handle that locked it, or use withLock / ' +
+    'client.runInTask'
+  );
 }
 
 /** withLock() gave up because waitTime passed before the lock could be acquired. */
@@ -57,6 +82,44 @@ export class LockNotReplicatedError extends RLockError {
     this.operation = operation;
     this.acknowledged = acknowledged;
     this.required = required;
+  }
+}
+
+/** Why a held lease was lost: the `code` of a lockLost event and of a LockLostError. */
+export type LockLostCode =
+  /** Redis refused a renewal: the hold was released, expired or deleted by someone else. */
+  | 'renewal-refused'
+  /** Renewals kept failing (Redis unreachable) until the lease could have expired. */
+  | 'renewal-failed'
+  /** A fixed lease ran out while withLock was running, or while the holder was paused. */
+  | 'lease-expired'
+  /** forceUnlock() on this client deleted it. */
+  | 'force-unlocked'
+  /** The handle or task that held it was garbage-collected without unlocking it. */
+  | 'orphaned'
+  /** A fair-lock hand-off could not be taken over. */
+  | 'handoff-lost'
+  /** Redis had fewer holds than this client counted (found at unlock). */
+  | 'not-in-redis'
+  /** A RedLock or MultiLock holds fewer members than it needs. */
+  | 'quorum-lost'
+  /** close() is giving back what the client holds. */
+  | 'client-closed';
+
+/**
+ * The reason of a withLock signal aborted because the lease is gone: the critical section no
+ * longer runs exclusively. `lostCode` says why.
+ */
+export class LockLostError extends RLockError {
+  readonly lockName: string;
+  readonly ownerId: string;
+  readonly lostCode: LockLostCode;
+
+  constructor(lockName: string, ownerId: string, lostCode: LockLostCode, reason: string) {
+    super('ERR_LOCK_LOST', `lock "${lockName}" was lost: ${reason}`);
+    this.lockName = lockName;
+    this.ownerId = ownerId;
+    this.lostCode = lostCode;
   }
 }
 

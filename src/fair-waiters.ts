@@ -3,8 +3,9 @@ import type { FairLockKeys } from './keys';
 
 /**
  * This client's waiters on fair locks. A release hands the lock to the head of the queue and
- * publishes `granted\n<owner>\n<lock>` on that owner's client channel (`recheck\n...` asks a waiter
- * to look again); this registry routes it to the one waiter it names. The watchdog keeps every queued waiter's place alive through `places()`.
+ * publishes `granted\n<owner>\n<lock>` on the lock's hand-off channel (`recheck\n...` asks a
+ * waiter to look again); this registry routes it to the one waiter it names, if it is this
+ * client's. The watchdog keeps every queued waiter's place alive through `places()`.
  */
 export type FairWake = 'granted' | 'recheck' | 'timeout';
 
@@ -91,6 +92,12 @@ export class FairWaiters {
   private readonly waiters = new Map<string, Waiter>();
 
   /**
+   * @param keyPrefix the connection's ioredis keyPrefix: a message names the lock by its key as the
+   *                  script saw it, prefixed.
+   */
+  constructor(private readonly keyPrefix = '') {}
+
+  /**
    * Registers the waiter of `ownerId` on lock `name`. An owner waits on one fair lock once at a
    * time (it has one place in the queue): a second wait of it starts when the first one ends.
    */
@@ -111,11 +118,13 @@ export class FairWaiters {
     if (waiter) waiter.queued = true;
   }
 
-  /** A message on the client channel. */
-  onClientMessage(message: string): void {
-    const [kind, ownerId, ...name] = message.split('\n');
+  /** A message on a hand-off channel. */
+  onHandoffMessage(message: string): void {
+    const [kind, ownerId, ...rest] = message.split('\n');
     if ((kind !== 'granted' && kind !== 'recheck') || ownerId === undefined) return;
-    this.waiters.get(waiterKey(name.join('\n'), ownerId))?.wake(kind);
+    const key = rest.join('\n');
+    if (!key.startsWith(this.keyPrefix)) return;
+    this.waiters.get(waiterKey(key.slice(this.keyPrefix.length), ownerId))?.wake(kind);
   }
 
   /** Every waiter tries again: after a reconnect, or when its place turned out to be gone. */

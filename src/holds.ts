@@ -1,9 +1,18 @@
+import { LockLostError, type LockLostCode } from './errors';
+import type { BaseLock } from './locks/base-lock';
+import type { LockContext } from './locks/context';
+import type { GateEntry, OwnerGates } from './owner-gate';
+
+/** Makes a new handle of the lock a hold belongs to (close() releases through it). */
+export type Reopen = (context: LockContext) => BaseLock;
+
 /**
  * What this client believes it holds, per (lock, owner): the holds taken (for their latches and
  * leases), how long the lease surely lasts, and the signals of withLock calls running on it.
  *
  * Redis stays the authority (unlock always asks it); this book exists so that the watchdog knows
- * what to renew, and so that a lost lease reaches the holder as an event and an aborted signal.
+ * what to renew, so that a lost lease reaches the holder as an event and an aborted signal, and so
+ * that close() can give back what is still held.
  */
 
 export interface Hold {
@@ -11,11 +20,17 @@ export interface Hold {
   readonly latch: string;
   /** The lease asked for, in ms; -1 when the watchdog keeps the lease. */
   readonly leaseTime: number;
+  /** The hold's place in its owner's gate (see OwnerGates), left when the hold ends. */
+  readonly entry: GateEntry;
+  /** A new handle of the hold's lock, without keeping the one that took it alive. */
+  readonly reopen: Reopen;
 }
 
 export interface LostLease {
   name: string;
   ownerId: string;
+  /** Why, as a stable code: see LockLostCode. */
+  code: LockLostCode;
   reason: string;
 }
 
@@ -33,6 +48,8 @@ export class HeldLock {
   constructor(
     readonly name: string,
     readonly ownerId: string,
+    /** A new handle of this lock (see Hold.reopen). */
+    readonly reopen: Reopen,
   ) {}
 
   get byWatchdog(): boolean {
@@ -48,20 +65,54 @@ export class HoldBook {
    * long as the latch remembers a release.
    */
   private readonly unreleased = new Map<string, Array<{ hold: Hold; until: number }>>();
+  /**
+   * A hold taken by a lock handle outside any task, or by a task, is kept only while that handle
+   * or task can still release it. Once it is garbage-collected the hold is orphaned: nothing can
+   * unlock it, so the watchdog must not keep it forever.
+   */
+  private readonly orphans = new FinalizationRegistry<{ name: string; ownerId: string }>(
+    ({ name, ownerId }) => {
+      const entry = this.get(name, ownerId);
+      if (entry) {
+        this.lose(
+          entry,
+          'orphaned',
+          'the lock handle or task that held it was garbage-collected without unlocking it; it is no longer ' +
+            'renewed and ends with its lease',
+        );
+      }
+    },
+  );
 
-  constructor(private readonly onLost: (lost: LostLease) => void) {}
+  /** Why recent entries were lost, per (lock, owner), for a clearer LockNotHeldError. */
+  private readonly recentlyLost = new Map<string, LockLostCode>();
+
+  constructor(
+    private readonly gates: OwnerGates,
+    private readonly onLost: (lost: LostLease) => void,
+  ) {}
 
   /**
-   * Records a granted hold; `leaseEnd` is when its lease ends at the earliest. A quiet hold (a
-   * group lock's member) aborts its guards when lost, but leaves the lockLost event to the group.
+   * Records a granted hold; `leaseEnd` is when its lease ends at the earliest. `holder` is the
+   * handle or task that can release it (see orphans; none for an explicit owner id). A quiet hold (a group lock's member) aborts
+   * its guards when lost, but leaves the lockLost event to the group.
    */
-  add(name: string, ownerId: string, hold: Hold, leaseEnd: number, quiet = false): HeldLock {
+  add(
+    name: string,
+    ownerId: string,
+    hold: Hold,
+    leaseEnd: number,
+    holder: object | undefined,
+    quiet = false,
+  ): HeldLock {
     const key = bookKey(name, ownerId);
     let entry = this.entries.get(key);
     if (!entry) {
-      entry = new HeldLock(name, ownerId);
+      this.recentlyLost.delete(key);
+      entry = new HeldLock(name, ownerId, hold.reopen);
       entry.quiet = quiet;
       this.entries.set(key, entry);
+      if (holder) this.orphans.register(holder, { name, ownerId }, entry);
     }
     entry.holds.push(hold);
     entry.leaseEnd = Math.max(entry.leaseEnd, leaseEnd);
@@ -73,7 +124,7 @@ export class HoldBook {
   setNewestLease(entry: HeldLock, leaseTime: number, leaseEnd: number): void {
     const newest = entry.holds.pop();
     if (!newest) return;
-    entry.holds.push({ latch: newest.latch, leaseTime });
+    entry.holds.push({ ...newest, leaseTime });
     entry.leaseEnd = leaseEnd;
     this.watchExpiry(entry);
   }
@@ -87,18 +138,22 @@ export class HoldBook {
   }
 
   /**
-   * Takes the newest hold out of the book before its release is sent, and the whole entry with the
-   * last hold, so that no renewal is ever sent for a lock whose release is under way.
+   * Takes a hold out of the book before its release is sent — `hold`, or else the owner's newest —
+   * and the whole entry with the last hold, so that no renewal is ever sent for a lock whose
+   * release is under way. A hold whose release went unanswered before comes first. The hold keeps
+   * its place in the owner's gate until the caller leaves it, once Redis has the release (a
+   * sibling's acquisition must not overtake it).
    */
-  takeForRelease(name: string, ownerId: string): Hold | undefined {
-    const retry = this.takeUnreleased(name, ownerId);
+  takeForRelease(name: string, ownerId: string, hold?: Hold): Hold | undefined {
+    const retry = hold ? undefined : this.takeUnreleased(name, ownerId);
     if (retry) return retry;
     const entry = this.get(name, ownerId);
-    if (!entry) return undefined;
-    const hold = entry.holds.pop();
+    const index = entry ? (hold ? entry.holds.lastIndexOf(hold) : entry.holds.length - 1) : -1;
+    if (!entry || index < 0) return hold;
+    const [taken] = entry.holds.splice(index, 1) as [Hold];
     if (entry.holds.length === 0) this.drop(entry);
     else this.watchExpiry(entry);
-    return hold;
+    return taken;
   }
 
   /** A hold whose release went unanswered, for the owner's next unlock() to send again. */
@@ -127,9 +182,27 @@ export class HoldBook {
     return kept?.hold;
   }
 
+  /** Every unanswered release still worth sending again, taken out of the book (for close()). */
+  takeAllUnreleased(): Array<{ name: string; ownerId: string; hold: Hold }> {
+    const now = performance.now();
+    const all = [...this.unreleased].flatMap(([key, list]) => {
+      const [ownerId, name] = key.split('\u0000') as [string, string];
+      return list.filter((kept) => kept.until > now).map(({ hold }) => ({ name, ownerId, hold }));
+    });
+    this.unreleased.clear();
+    return all;
+  }
+
   /** Every owner of this client holding `name` (for forceUnlock). */
   holdersOf(name: string): HeldLock[] {
     return [...this.entries.values()].filter((entry) => entry.name === name);
+  }
+
+  /** Other owners of this client holding `name`, for a clearer "not held" message. */
+  otherHolders(name: string, ownerId: string): string[] {
+    return this.holdersOf(name)
+      .map((entry) => entry.ownerId)
+      .filter((other) => other !== ownerId);
   }
 
   watchdogHeld(): HeldLock[] {
@@ -147,19 +220,41 @@ export class HoldBook {
     return controller;
   }
 
+  /** Aborts the running withLock calls on every hold with `error`, keeping the holds (close()). */
+  abortGuards(error: (entry: HeldLock) => unknown): void {
+    for (const entry of this.entries.values()) {
+      for (const guard of entry.guards) guard.abort(error(entry));
+    }
+  }
+
+  /** Why the owner's hold on `name` was lost, if it was lately (and not taken again since). */
+  lostCodeOf(name: string, ownerId: string): LockLostCode | undefined {
+    return this.recentlyLost.get(bookKey(name, ownerId));
+  }
+
   /** The lease is gone: forget the entry, tell the listeners and abort the running withLock calls. */
-  lose(entry: HeldLock, reason: string, announce = true): void {
+  lose(entry: HeldLock, code: LockLostCode, reason: string, announce = true): void {
     if (!this.isCurrent(entry)) return;
     this.drop(entry);
-    const error = Object.assign(new Error(`lock "${entry.name}" was lost: ${reason}`), {
-      code: 'ERR_LOCK_LOST',
-    });
+    this.remember(bookKey(entry.name, entry.ownerId), code);
+    for (const hold of entry.holds) this.gates.leave(hold.entry);
+    const error = new LockLostError(entry.name, entry.ownerId, code, reason);
     for (const guard of entry.guards) guard.abort(error);
-    if (announce && !entry.quiet) this.onLost({ name: entry.name, ownerId: entry.ownerId, reason });
+    if (announce && !entry.quiet) this.onLost({ name: entry.name, ownerId: entry.ownerId, code, reason });
+  }
+
+  /** Remembers the newest losses only: enough to explain the unlock() that usually follows. */
+  private remember(key: string, code: LockLostCode): void {
+    this.recentlyLost.delete(key);
+    this.recentlyLost.set(key, code);
+    if (this.recentlyLost.size > RECENT_LOSSES) {
+      this.recentlyLost.delete(this.recentlyLost.keys().next().value as string);
+    }
   }
 
   private drop(entry: HeldLock): void {
     clearTimeout(entry.expiryTimer);
+    this.orphans.unregister(entry);
     this.entries.delete(bookKey(entry.name, entry.ownerId));
   }
 
@@ -173,11 +268,14 @@ export class HoldBook {
     if (entry.byWatchdog) return;
     const delay = Math.max(0, entry.leaseEnd - performance.now());
     entry.expiryTimer = setTimeout(() => {
-      this.lose(entry, 'its lease ran out while it was still held', entry.guards.size > 0);
+      this.lose(entry, 'lease-expired', 'its lease ran out while it was still held', entry.guards.size > 0);
     }, delay);
     entry.expiryTimer.unref();
   }
 }
+
+/** How many losses are remembered for the messages of later unlock() calls. */
+const RECENT_LOSSES = 1_000;
 
 function bookKey(name: string, ownerId: string): string {
   return `${ownerId}\u0000${name}`;

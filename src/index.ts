@@ -1,7 +1,9 @@
 export { LockClient } from './client';
-export type { LockClientOptions, LockLostEvent, RedisErrorEvent } from './client';
+export type { CloseOptions, LockClientOptions, LockLostEvent, RedisErrorEvent, TaskOptions } from './client';
+export type { LockLostCode } from './errors';
 export {
   ClientClosedError,
+  LockLostError,
   LockNotHeldError,
   LockNotReplicatedError,
   LockTimeoutError,

@@ -9,18 +9,36 @@ import { hashSlot, hashTagOf, tagForSlot } from './slots';
  */
 
 /**
- * A key of lock `name` under `prefix`, always in the cluster slot of `name` itself.
+ * A key of lock `name` under `prefix`, always in the cluster slot of the lock hash.
  *
  * Redisson's RedissonObject.prefixName writes `prefix:{name}`, or `prefix:name` when the name has a
- * brace already; both are kept where they land in the name's slot, so the keys stay Redisson's for
+ * brace already; both are kept where they land in the lock's slot, so the keys stay Redisson's for
  * every ordinary name. A name whose braces do not form a hash tag would scatter Redisson's keys over
  * other slots (CROSSSLOT on a cluster, Redisson issue #1098): `a{b` is wrapped whole (`prefix:{a{b}`),
  * and a name with a stray '}', which no hash tag can hold, gets a tag chosen for its slot.
+ *
+ * @param slot the slot of the lock hash when it is not the name's own: an ioredis `keyPrefix` on a
+ *             cluster puts the hash at `<keyPrefix><name>` (see homeSlot); keys that would land
+ *             elsewhere get a tag chosen for it.
  */
-export function prefixName(prefix: string, name: string): string {
-  if (hashTagOf(name) !== undefined) return `${prefix}:${name}`;
-  if (!name.includes('}')) return `${prefix}:{${name}}`;
-  return `${prefix}:{${tagForSlot(hashSlot(name))}}${name}`;
+export function prefixName(prefix: string, name: string, slot?: number): string {
+  const natural =
+    hashTagOf(name) !== undefined
+      ? `${prefix}:${name}`
+      : name.includes('}')
+        ? undefined
+        : `${prefix}:{${name}}`;
+  if (natural !== undefined && (slot === undefined || hashSlot(natural) === slot)) return natural;
+  return `${prefix}:{${tagForSlot(slot ?? hashSlot(name))}}${name}`;
+}
+
+/**
+ * The cluster slot every key of lock `name` must share when an ioredis `keyPrefix` moves the lock
+ * hash out of the name's own slot; undefined when nothing moves (no prefix, or not a cluster).
+ * ioredis adds the prefix to every key, so the hash lives at `<keyPrefix><name>`.
+ */
+export function homeSlot(name: string, keyPrefix: string, cluster: boolean): number | undefined {
+  return cluster && keyPrefix !== '' ? hashSlot(keyPrefix + name) : undefined;
 }
 
 /** Redisson's message for "an exclusive lock was released": wakes one waiter per process. */
@@ -33,18 +51,19 @@ export interface LockKeys {
   readonly channel: string;
 }
 
-export function lockKeys(name: string): LockKeys {
-  return { lock: name, channel: prefixName('redisson_lock__channel', name) };
+/** `slot`: see prefixName. */
+export function lockKeys(name: string, slot?: number): LockKeys {
+  return { lock: name, channel: prefixName('redisson_lock__channel', name, slot) };
 }
 
 /** The latch that makes one acquire or release request of lock `name` take effect once. */
-export function holdLatchKey(name: string, requestId: string): string {
-  return `${prefixName('rlock_hold_latch', name)}:${requestId}`;
+export function holdLatchKey(name: string, requestId: string, slot?: number): string {
+  return `${prefixName('rlock_hold_latch', name, slot)}:${requestId}`;
 }
 
 /** The fenced lock's token counter (Redisson RFencedLock's redisson_lock_token:{name}). */
-export function fencingTokenKey(name: string): string {
-  return prefixName('redisson_lock_token', name);
+export function fencingTokenKey(name: string, slot?: number): string {
+  return prefixName('redisson_lock_token', name, slot);
 }
 
 export interface FairLockKeys extends LockKeys {
@@ -54,7 +73,7 @@ export interface FairLockKeys extends LockKeys {
   readonly deadlines: string;
   /** The owner a release handed the lock to, until it confirms. */
   readonly marker: string;
-  /** Where hand-offs are announced when notifications are sharded. */
+  /** Where hand-offs are announced; the clients with waiters on the lock listen there. */
   readonly handoffChannel: string;
 }
 
@@ -63,21 +82,26 @@ export interface FairLockKeys extends LockKeys {
  * queue under keys of its own: its protocol differs from RFairLock's (server-time deadlines kept
  * alive by their clients, direct hand-off), and a Redisson client must not misread them.
  */
-export function fairLockKeys(name: string): FairLockKeys {
+export function fairLockKeys(name: string, slot?: number): FairLockKeys {
   return {
-    ...lockKeys(name),
-    queue: prefixName('rlock_fair_queue', name),
-    deadlines: prefixName('rlock_fair_deadlines', name),
-    marker: prefixName('rlock_fair_handoff', name),
-    handoffChannel: prefixName('rlock_fair__channel', name),
+    ...lockKeys(name, slot),
+    queue: prefixName('rlock_fair_queue', name, slot),
+    deadlines: prefixName('rlock_fair_deadlines', name, slot),
+    marker: prefixName('rlock_fair_handoff', name, slot),
+    handoffChannel: prefixName('rlock_fair__channel', name, slot),
   };
 }
 
 /**
- * A channel of one client's own. It keeps the subscriber connection in subscribed mode, and the
- * fair lock sends its hand-offs there: no subscription per wait, and only the next owner's client
- * hears of a release.
+ * A channel of one client's own, subscribed for the client's lifetime: the subscriber connection
+ * never leaves subscriber mode between two locks' subscriptions (ioredis would otherwise switch it
+ * back and forth).
  */
 export function clientChannel(clientId: string): string {
   return `rlock_client__channel:{${clientId}}`;
+}
+
+/** What a live client says about itself (host, process): see ClientRegistry. */
+export function clientEntryKey(clientId: string): string {
+  return `rlock_client:{${clientId}}`;
 }

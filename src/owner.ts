@@ -6,10 +6,33 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * Inside a task (withLock's callback or client.runInTask) the owner is the task, carried through
  * every await by AsyncLocalStorage, so nested locking in one async call chain re-enters. Outside a
  * task the owner is the lock handle itself. Both are numbered from one process-wide counter, so an
- * owner number is unique in this process and `<clientId>:<number>` is unique everywhere.
+ * owner number is unique in this process and `<clientId>:<number>` is unique everywhere (client
+ * ids are unique per live client). A task may instead act as an explicit owner id, the same in
+ * every process that uses it.
+ *
+ * Re-entry is nesting, not concurrency: one owner may run several branches side by side (a
+ * `Promise.all`, a server or timer started inside a task). Frames tell them apart. A task starts a
+ * frame, and each withLock body runs in a frame of its own inside the caller's; a lock held for a
+ * body may be entered again from that body's frame or frames inside it, and a branch outside it
+ * waits until the body is done (see OwnerGates).
  */
+export class Frame {
+  constructor(readonly parent?: Frame) {}
+
+  /** Whether code running in this frame runs inside `frame` (it, or a frame opened within it). */
+  isWithin(frame: Frame): boolean {
+    return this === frame || (this.parent !== undefined && this.parent.isWithin(frame));
+  }
+}
+
 export interface Task {
+  /** The task itself, the same in every frame of it: what can still release its holds. */
+  readonly identity: object;
   readonly ownerNumber: number;
+  /** An explicit owner id (runInTask's ownerId): written as it is, by every client. */
+  readonly ownerId?: string;
+  /** Where the code asking runs (the task's own frame, or a withLock body within it). */
+  readonly frame: Frame;
 }
 
 const taskContext = new AsyncLocalStorage<Task>();
@@ -24,9 +47,9 @@ export function currentTask(): Task | undefined {
   return taskContext.getStore();
 }
 
-/** Runs fn as a new owner, whatever task (if any) the caller is in. */
-export function runAsNewTask<T>(fn: () => T): T {
-  return taskContext.run({ ownerNumber: nextOwnerNumber() }, fn);
+/** Runs fn as a new owner (or as `ownerId`), whatever task (if any) the caller is in. */
+export function runAsNewTask<T>(fn: () => T, ownerId?: string): T {
+  return taskContext.run({ identity: {}, ownerNumber: nextOwnerNumber(), ownerId, frame: new Frame() }, fn);
 }
 
 /** Runs fn in the caller's task, or as a new owner when the caller is in none. */
@@ -34,6 +57,40 @@ export function runInCurrentOrNewTask<T>(fn: () => T): T {
   return currentTask() ? fn() : runAsNewTask(fn);
 }
 
-export function ownerId(clientId: string, ownerNumber: number): string {
-  return `${clientId}:${ownerNumber}`;
+/** Runs fn in the current task, in `frame` (a withLock body). */
+export function runInFrame<T>(frame: Frame, fn: () => T): T {
+  const task = currentTask();
+  return task ? taskContext.run({ ...task, frame }, fn) : fn();
+}
+
+/** The id a task (or handle number) writes in a lock hash of the client `clientId`. */
+export function ownerIdOf(clientId: string, task: Task | undefined, handleNumber: number): string {
+  if (task?.ownerId !== undefined) return task.ownerId;
+  return `${clientId}:${task ? task.ownerNumber : handleNumber}`;
+}
+
+/** The longest explicit owner id accepted. */
+const MAX_OWNER_ID_LENGTH = 512;
+
+/**
+ * An explicit owner id: what a lock hash field holds (`orders:job-42`, or Redisson's
+ * `<uuid>:<threadId>`). Newlines would break fair-lock messages; control characters and
+ * absurd lengths are mistakes.
+ */
+export function checkOwnerId(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw Object.assign(new TypeError(`ownerId must be a non-empty string; got ${typeof value}`), {
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
+  }
+  // eslint-disable-next-line no-control-regex
+  if (value.length > MAX_OWNER_ID_LENGTH || /[\u0000-\u001f\u007f]/.test(value)) {
+    throw Object.assign(
+      new RangeError(
+        `ownerId must be at most ${MAX_OWNER_ID_LENGTH} characters without control characters (such as newlines)`,
+      ),
+      { code: 'ERR_OUT_OF_RANGE' },
+    );
+  }
+  return value;
 }

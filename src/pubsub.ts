@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { ClientClosedError } from './errors';
 import type { LinkHandlers, PubSubLink } from './pubsub-links';
 import { retryPause, settledWithin } from './timing';
@@ -94,6 +95,7 @@ export class Subscriber {
   private readonly channels = new Map<string, ChannelState>();
   private readonly link: PubSubLink;
   private closed = false;
+  private readonly scope = new AsyncResource('rlock.Subscriber');
 
   /**
    * @param openLink    opens the connections, given where their messages and resubscriptions go
@@ -106,6 +108,11 @@ export class Subscriber {
     openLink: (handlers: LinkHandlers) => PubSubLink,
     readonly homeChannel: string | undefined,
     private readonly hooks: SubscriberHooks,
+    /**
+     * The connection's ioredis keyPrefix: scripts publish on channels passed as keys, which ioredis
+     * prefixes, while it subscribes channels as given. Channels are subscribed under the prefix.
+     */
+    private readonly channelPrefix = '',
   ) {
     this.link = openLink({
       message: (channel, message) => this.onMessage(channel, message),
@@ -113,10 +120,10 @@ export class Subscriber {
       dropped: () => this.onDropped(),
     });
     if (homeChannel !== undefined) {
-      const home = this.stateOf(homeChannel);
+      const home = this.stateOf(channelPrefix + homeChannel);
       home.refs = 1;
       home.addressed = true;
-      this.ensureSubscribed(homeChannel, home);
+      this.ensureSubscribed(channelPrefix + homeChannel, home);
     }
   }
 
@@ -124,8 +131,9 @@ export class Subscriber {
    * Takes a hold on `channel`, waiting up to `budget` ms for its SUBSCRIBE to be confirmed. Past
    * that the hold is handed out anyway, not listening yet (see the class comment).
    */
-  async subscribe(channel: string, options: SubscribeOptions): Promise<Subscription> {
+  async subscribe(name: string, options: SubscribeOptions): Promise<Subscription> {
     this.throwIfClosed();
+    const channel = this.channelPrefix + name;
     const state = this.stateOf(channel);
     if (options.addressed) state.addressed = true;
     state.refs += 1;
@@ -225,8 +233,13 @@ export class Subscriber {
     );
   }
 
+  /**
+   * Chains a (un)subscribe after the previous one of its channel. It runs in the subscriber's own
+   * async scope: connections a link opens on demand (a cluster node's) live as long as the client
+   * and must not keep the AsyncLocalStorage stores of whichever caller happened to need them.
+   */
   private queueAfter(previous: Promise<unknown>, command: () => Promise<unknown>): Promise<unknown> {
-    return previous.catch(() => undefined).then(command);
+    return previous.catch(() => undefined).then(() => this.scope.runInAsyncScope(command));
   }
 
   private unref(channel: string, state: ChannelState): void {

@@ -9,6 +9,7 @@ export interface RedisConnection {
   hget(key: string, field: string): Promise<string | null>;
   get(key: string): Promise<string | null>;
   pttl(key: string): Promise<number>;
+  del(...keys: string[]): Promise<number>;
   /** WAIT: used only with the waitForReplicas option. */
   wait?(replicas: number, timeout: number): Promise<number>;
   subscribe(...channels: string[]): Promise<unknown>;

@@ -133,3 +133,8 @@ export const forceReleaseFairLock = defineScript<
 
 /** Returns, for each waiter, 1 when its place was kept and 0 when it is gone. */
 export const refreshFairPlaces = defineScript<string[], ScriptArg[], number[]>('fair/refresh.lua');
+
+/** Writes what a client says about itself (host, process, ...) with a lifetime; returns 1. */
+export const announceClient = defineScript<[entry: string], [lifetimeMs: number, ...facts: string[]], 1>(
+  'client/announce.lua',
+);

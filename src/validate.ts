@@ -6,12 +6,42 @@
 export const MAX_TIME_MS = 2 ** 31 - 1;
 
 /** Node's codes for the same mistakes, so callers can branch on `err.code` as usual. */
-function typeError(message: string): TypeError {
+export function typeError(message: string): TypeError {
   return Object.assign(new TypeError(message), { code: 'ERR_INVALID_ARG_TYPE' });
 }
 
-function rangeError(message: string): RangeError {
+export function rangeError(message: string): RangeError {
   return Object.assign(new RangeError(message), { code: 'ERR_OUT_OF_RANGE' });
+}
+
+/** A whole number of `unit` (locks, replicas, permits, ...) from min to max. */
+export function checkCount(
+  argument: string,
+  value: unknown,
+  unit: string,
+  range: { min: number; max: number },
+): number {
+  const expected = `${argument} must be a whole number of ${unit} from ${range.min} to ${range.max}`;
+  if (typeof value !== 'number') throw typeError(`${expected}; got ${describe(value)}`);
+  if (!Number.isInteger(value) || value < range.min || value > range.max) {
+    throw rangeError(`${expected}; got ${describe(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Refuses option names it does not know: `{ waittime: 100 }` would otherwise be ignored in
+ * silence, and the caller would get the default instead of what they meant.
+ */
+export function checkKnownKeys(argument: string, value: object, known: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if ((value as Record<string, unknown>)[key] === undefined || known.includes(key)) continue;
+    const near = known.find((name) => editDistance(name.toLowerCase(), key.toLowerCase()) <= 2);
+    throw typeError(
+      `${argument} has no option "${key}"` +
+        (near ? ` (did you mean "${near}"?)` : `; the options are ${known.join(', ')}`),
+    );
+  }
 }
 
 export function checkLockName(name: unknown): string {
@@ -77,6 +107,8 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
+  if (typeof value === 'function') return 'a function';
   return `a ${typeof value}`;
 }
 
@@ -84,16 +116,40 @@ export function isOptionsObject(value: unknown): value is object {
   return typeof value === 'object' && value !== null;
 }
 
-/** The options object of lock(), tryLock() and withLock(), checked. */
-export function parseLockOptions(value: unknown): {
+const WAIT_OPTIONS = ['waitTime', 'leaseTime', 'signal'] as const;
+const LOCK_OPTIONS = ['leaseTime', 'signal'] as const;
+
+/**
+ * The options object of tryLock() and withLock() (or of lock(), which has no waitTime: it waits
+ * forever), checked.
+ */
+export function parseLockOptions(
+  value: unknown,
+  kind: 'wait' | 'lock' = 'wait',
+): {
   waitTime?: number;
   leaseTime: number;
   signal?: AbortSignal;
 } {
   const options = checkOptionsObject('options', value);
+  checkKnownKeys('options', options, kind === 'wait' ? WAIT_OPTIONS : LOCK_OPTIONS);
   return {
     waitTime: options.waitTime === undefined ? undefined : checkWaitTime(options.waitTime),
     leaseTime: options.leaseTime === undefined ? -1 : checkLeaseTime(options.leaseTime),
     signal: checkSignal(options.signal),
   };
+}
+
+/** Levenshtein distance, for "did you mean" on short option names. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution);
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
 }

@@ -29,6 +29,16 @@ export interface WatchdogOptions {
   publishCommand(): Promise<PublishCommand>;
   /** Told of every failed renewal or refresh (they are retried). */
   report(report: RedisErrorReport): void;
+  /** The connection's ioredis keyPrefix: slots are those of the prefixed keys. */
+  keyPrefix: string;
+  /** Keeps the client's entry (see ClientRegistry) alive at least this many ms, while it holds or waits. */
+  keepAnnounced(ms: number): void;
+  /**
+   * Runs fn in the client's own async scope. The timer reschedules itself for as long as anything
+   * is held; started in a caller's scope, it would keep that caller's AsyncLocalStorage stores
+   * (its task, a request's context) alive all that time.
+   */
+  inClientScope<T>(fn: () => T): T;
 }
 
 /** How soon a failed renewal is tried again, at most. */
@@ -62,7 +72,7 @@ export class Watchdog {
   }
 
   private schedule(delay: number): void {
-    this.timer = setTimeout(() => void this.tick(), delay);
+    this.timer = this.options.inClientScope(() => setTimeout(() => void this.tick(), delay));
     this.timer.unref();
   }
 
@@ -71,7 +81,7 @@ export class Watchdog {
     const due: HeldLock[] = [];
     for (const entry of this.book.watchdogHeld()) {
       if (entry.leaseEnd <= now) {
-        this.book.lose(entry, 'its lease could not be renewed before it expired');
+        this.book.lose(entry, 'renewal-failed', 'its lease could not be renewed before it expired');
       } else if (!entry.renewing && this.isDue(entry, now)) {
         due.push(entry);
       }
@@ -81,6 +91,7 @@ export class Watchdog {
       this.timer = undefined;
       return;
     }
+    this.options.keepAnnounced(2 * Math.max(this.options.timeout, this.options.waiterTimeout));
     // Schedule the next tick now: a renewal stuck behind a dead connection must not stop the
     // timer from noticing that leases run out.
     const results = Promise.all([
@@ -118,7 +129,11 @@ export class Watchdog {
         if (renewed[i] === 1) {
           entry.leaseEnd = Math.max(entry.leaseEnd, sentAt + this.options.timeout);
         } else {
-          this.book.lose(entry, 'Redis refused to renew it: the hold was released, expired or deleted');
+          this.book.lose(
+            entry,
+            'renewal-refused',
+            'Redis refused to renew it: the hold was released, expired or deleted',
+          );
         }
       });
       return true;
@@ -178,7 +193,7 @@ export class Watchdog {
   private batches<T>(items: T[], keyOf: (item: T) => string): T[][] {
     const groups = new Map<number, T[]>();
     for (const item of items) {
-      const slot = this.options.groupBySlot ? hashSlot(keyOf(item)) : 0;
+      const slot = this.options.groupBySlot ? hashSlot(this.options.keyPrefix + keyOf(item)) : 0;
       const group = groups.get(slot);
       if (group) group.push(item);
       else groups.set(slot, [item]);

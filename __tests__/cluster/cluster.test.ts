@@ -13,9 +13,11 @@ import { expectWokenByRelease } from '../helpers/wake';
 describe('on a Redis Cluster', () => {
   const redis = useRedis();
 
-  /** Every key in the cluster, with its slot. */
+  /** Every key of locks in the cluster (not the clients' own entries), with its slot. */
   async function keysBySlot(): Promise<Map<number, string[]>> {
-    const keys = (await redis.everyMaster((node) => node.keys('*'))).flat();
+    const keys = (await redis.everyMaster((node) => node.keys('*')))
+      .flat()
+      .filter((key) => !key.startsWith('rlock_client:'));
     const slots = new Map<number, string[]>();
     for (const key of keys) slots.set(hashSlot(key), [...(slots.get(hashSlot(key)) ?? []), key]);
     return slots;

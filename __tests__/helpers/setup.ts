@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { LockClient, type LockClientOptions } from '../../src';
-import { deployment } from './deployment';
+import { deployment, type ConnectOptions } from './deployment';
 import { FaultProxy } from './proxy';
 import { startCluster, type RedisClusterServers } from './redis-cluster';
 import { startRedis, type RedisServer } from './redis-server';
@@ -23,7 +23,7 @@ export function useRedis(serverArgs: string[] = []): {
    */
   admin(): Redis;
   /** A new command connection of the deployment's kind. */
-  connect(): Redis;
+  connect(options?: ConnectOptions): Redis;
   client(options?: LockClientOptions, connection?: Redis): LockClient;
   /** A client whose command connection runs through a FaultProxy (stopped after the test). */
   clientThroughProxy(options?: LockClientOptions): Promise<{ client: LockClient; proxy: FaultProxy }>;
@@ -65,8 +65,8 @@ export function useRedis(serverArgs: string[] = []): {
     await cluster?.stop();
   });
 
-  const connect = (): Redis =>
-    cluster ? (cluster.connect() as unknown as Redis) : (server as RedisServer).connect();
+  const connect = (options: ConnectOptions = {}): Redis =>
+    cluster ? (cluster.connect(options) as unknown as Redis) : (server as RedisServer).connect(options);
 
   const client = (options?: LockClientOptions, connection?: Redis): LockClient => {
     const made = new LockClient(connection ?? connect(), options);

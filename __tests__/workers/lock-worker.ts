@@ -1,7 +1,11 @@
 /**
  * A competing worker in its own process, with its own connections, as in production.
- * argv: <redisPort> <mode> <lockName> [n]; env LOCK_KIND=fair uses getFairLock, WATCHDOG_TIMEOUT
- * and FAIR_LOCK_WAIT_TIMEOUT set the client options.
+ * argv: <redisPort> <mode> <lockName> [n]; env LOCK_KIND=fair uses getFairLock, WATCHDOG_TIMEOUT,
+ * FAIR_LOCK_WAIT_TIMEOUT and CLIENT_ID set the client options, KEY_PREFIX the connection's
+ * keyPrefix, and OWNER_ID runs the mode as that explicit owner (runInTask({ ownerId })).
+ *   unlock   releases one hold, reports 'unlocked' (or 'error: ...')
+ *   sigterm  holds the lock in withLock until its signal aborts, reports 'locked'; on SIGTERM it
+ *            closes the client (close({ timeout: n })) and exits: the shutdown recipe
  *   counter  increments a non-atomic counter in Redis inside withLock, n times, then reports 'done'
  *   hold     takes the lock, reports 'locked', then waits to be killed
  *   wait     reports 'started', takes the lock, appends n to <lockName>:order, releases, 'done'
@@ -19,10 +23,12 @@ const [port, mode, name = '', n = '0'] = process.argv.slice(2);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
-  const redis = connectTo(Number(port));
+  const ownerId = process.env.OWNER_ID;
+  const redis = connectTo(Number(port), { keyPrefix: process.env.KEY_PREFIX });
   const client = new LockClient(redis, {
     watchdogTimeout: Number(process.env.WATCHDOG_TIMEOUT ?? 30_000),
     fairLockWaitTimeout: Number(process.env.FAIR_LOCK_WAIT_TIMEOUT ?? 10_000),
+    clientId: process.env.CLIENT_ID,
   });
   const getLock = (): ReturnType<LockClient['getLock']> =>
     process.env.LOCK_KIND === 'fair' ? client.getFairLock(name) : client.getLock(name);
@@ -31,6 +37,10 @@ async function main(): Promise<void> {
     redis.disconnect();
     process.send?.('done');
   };
+
+  /** Runs work as the explicit owner OWNER_ID, or as the lock handle when there is none. */
+  const asOwner = (work: () => Promise<void>): Promise<void> =>
+    ownerId === undefined ? work() : client.runInTask(work, { ownerId });
 
   /** Marks the holder in Redis and counts a second holder at once as an overlap. */
   const inside = async (work: () => Promise<void>): Promise<void> => {
@@ -51,9 +61,27 @@ async function main(): Promise<void> {
     }
     await finish();
   } else if (mode === 'hold') {
-    await getLock().lock();
+    // Kept referenced: a handle that is garbage-collected while it holds the lock is an orphan.
+    const held = getLock();
+    await asOwner(() => held.lock());
     process.send?.('locked');
-    setInterval(() => undefined, 1_000);
+    setInterval(() => void held, 1_000);
+  } else if (mode === 'sigterm') {
+    process.once('SIGTERM', () => {
+      void client.close({ timeout: Number(n) }).then(() => {
+        redis.disconnect();
+        process.exit(0);
+      });
+    });
+    await getLock().withLock(async ({ signal }) => {
+      process.send?.('locked');
+      await new Promise((resolveAbort) => signal.addEventListener('abort', resolveAbort));
+      await sleep(50); // the body's own clean-up
+    });
+  } else if (mode === 'unlock') {
+    await asOwner(() => getLock().unlock());
+    process.send?.('unlocked');
+    await finish();
   } else if (mode === 'wait') {
     process.send?.('started');
     const lock = getLock();

@@ -4,7 +4,7 @@
   KEYS[2]  queue: list of waiting owner ids, arrival order
   KEYS[3]  deadlines: zset owner id -> server time (ms) when its place expires unless refreshed
   KEYS[4]  hand-off marker: the owner a release handed the lock to, until it confirms
-  KEYS[5]  the lock's hand-off channel (used when notifications are sharded)
+  KEYS[5]  the lock's hand-off channel: waiting clients listen there
   KEYS[6]  hold latch of this request (see include/holds.lua)
   ARGV[1]  lease in ms
   ARGV[2]  owner id
@@ -18,7 +18,7 @@
 --@include include/fair-queue.lua
 
 local lock, queue, deadlines, marker, channel, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-sharded = ARGV[5] == 'spublish'
+publish_command = ARGV[5]
 local lease, owner, mode = tonumber(ARGV[1]), ARGV[2], ARGV[4]
 local now = server_now()
 purge_dead(queue, deadlines, now)

@@ -8,7 +8,7 @@
 ]]
 --@include include/fair-queue.lua
 
-sharded = ARGV[3] == 'spublish'
+publish_command = ARGV[3]
 
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   return 0

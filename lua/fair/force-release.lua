@@ -7,7 +7,7 @@
 ]]
 --@include include/fair-queue.lua
 
-sharded = ARGV[2] == 'spublish'
+publish_command = ARGV[2]
 
 local existed = redis.call('del', KEYS[1])
 redis.call('del', KEYS[4])

@@ -9,7 +9,7 @@
 ]]
 --@include include/fair-queue.lua
 
-sharded = ARGV[3] == 'spublish'
+publish_command = ARGV[3]
 
 redis.call('lrem', KEYS[2], 1, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])

@@ -12,7 +12,7 @@
 ]]
 --@include include/fair-queue.lua
 
-sharded = ARGV[2] == 'spublish'
+publish_command = ARGV[2]
 local now = server_now()
 local timeout = tonumber(ARGV[1])
 local kept = {}

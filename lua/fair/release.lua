@@ -8,13 +8,13 @@
   ARGV[4]     'publish', or 'spublish' when notifications are sharded
   Returns     1 when this owner's last hold is gone, 0 when it still holds, nil when it held nothing
 
-  Direct hand-off: the head of the queue is granted the lock inside this script and told on its
-  client's channel, so the woken waiter holds the lock without another round trip.
+  Direct hand-off: the head of the queue is granted the lock inside this script and told on the
+  lock's hand-off channel, so the woken waiter holds the lock without another round trip.
 ]]
 --@include include/holds.lua
 --@include include/fair-queue.lua
 
-sharded = ARGV[4] == 'spublish'
+publish_command = ARGV[4]
 local replayed = release_replayed(KEYS[6])
 if replayed then return replayed end
 local freed = remove_hold(KEYS[1], ARGV[1], KEYS[6], tonumber(ARGV[2]))

@@ -5,14 +5,13 @@
     queue      list of waiting owner ids, in arrival order
     deadlines  zset owner id -> server time (ms) when its place expires unless refreshed
     marker     the owner a release handed the lock to, until that owner confirms
-    channel    where hand-offs are announced when notifications are sharded
-  A script that may announce sets `sharded` first (from its ARGV).
+    channel    where hand-offs are announced: the clients with waiters on this lock listen there
+  A script that may announce sets `publish_command` first (from its ARGV).
 ]]
 
--- Classic: a hand-off is published on the client channel of the owner it names, heard by that
--- client alone. Sharded (a cluster's shard channels must live in the script's slot): it goes to
--- the lock's own channel, where the clients with waiters on this lock listen.
-local sharded = false
+-- 'publish', or 'spublish' when notifications are sharded (a cluster's shard channel, in the
+-- lock's slot).
+local publish_command = 'publish'
 
 -- Server time in ms: deadlines never depend on client clocks.
 local function server_now()
@@ -20,19 +19,10 @@ local function server_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The channel of the client an owner id "<clientId>:<n>" belongs to.
-local function client_channel(owner)
-  return 'rlock_client__channel:{' .. string.match(owner, '^(.*):%d+$') .. '}'
-end
-
--- Tells one waiting owner something about lock `lock`: 'granted' or 'recheck'.
+-- Tells one waiting owner something about lock `lock`: 'granted' or 'recheck'. The message names
+-- the owner: of the clients listening, only the one with that waiter acts on it.
 local function notify(channel, owner, kind, lock)
-  local message = kind .. '\n' .. owner .. '\n' .. lock
-  if sharded then
-    redis.call('spublish', channel, message)
-  else
-    redis.call('publish', client_channel(owner), message)
-  end
+  redis.call(publish_command, channel, kind .. '\n' .. owner .. '\n' .. lock)
 end
 
 -- Tells the head of the queue to look again: the lock's ttl it last saw may be a hand-off's

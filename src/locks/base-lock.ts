@@ -1,16 +1,42 @@
 import { LockNotHeldError, LockNotReplicatedError, LockTimeoutError } from '../errors';
-import type { Hold } from '../holds';
+import type { Hold, Reopen } from '../holds';
+import { holdLatchKey, homeSlot } from '../keys';
+import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runInCurrentOrNewTask, runInFrame } from '../owner';
 import { isPassing, type CallLimits, type Lane } from '../redis-call';
-import { retryPause } from '../timing';
-import { holdLatchKey, lockKeys } from '../keys';
-import { currentTask, nextOwnerNumber, ownerId, runInCurrentOrNewTask } from '../owner';
 import { renewLocks } from '../scripts';
+import { retryPause } from '../timing';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
 import { acquireOrWait, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
 import type { LockContext } from './context';
 import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
 type GiveUp = (owner: string) => Promise<unknown>;
+
+/** A lock kind's constructor, as every kind has it. */
+type LockKind = new (context: LockContext, name: string) => BaseLock;
+
+/** Makes new handles of one lock; a function of its own, so that it keeps no handle alive. */
+function reopener(Kind: LockKind, name: string): Reopen {
+  return (context) => new Kind(context, name);
+}
+
+/** What one acquisition took: its hold in the book, and its fencing token for kinds that issue them. */
+export interface Acquired {
+  hold: Hold;
+  token?: number;
+}
+
+/** How an acquisition runs, besides its times (for withLock and group locks). */
+export interface AcquireHow {
+  /** The frame the holder's code will run in (a withLock body); default: the caller's. */
+  body?: Frame;
+  /** A group member: a lost lease is the group's to report. */
+  quiet?: boolean;
+  /** Fail at the first Redis error instead of trying again while time is left. */
+  failFast?: boolean;
+  /** Told when Redis first answers that another owner holds the lock. */
+  onHeldElsewhere?: () => void;
+}
 
 /**
  * Everything the lock kinds share: argument rules, who the owner is, the book of holds, the wait
@@ -21,20 +47,31 @@ export abstract class BaseLock implements RLock {
   readonly name: string;
   /** The lock hash, whose field per owner holds the hold count: every kind keeps it at the name (Redisson's layout). */
   protected readonly hashKey: string;
+  /**
+   * The cluster slot every key of this lock shares when an ioredis keyPrefix moves the hash out of
+   * the name's own slot (see homeSlot); undefined otherwise.
+   */
+  protected readonly slot: number | undefined;
   /** The owner number used outside any task: the handle itself owns the lock. */
   private readonly handleOwner = nextOwnerNumber();
+  /** The frame of the handle's own calls outside any task. */
+  private readonly handleFrame = new Frame();
+  /** Makes a new handle of this lock, for close() to release what this one took. */
+  private readonly reopen: Reopen;
 
   constructor(
     protected readonly context: LockContext,
     name: unknown,
   ) {
     this.name = checkLockName(name);
-    this.hashKey = lockKeys(this.name).lock;
+    this.hashKey = this.name;
+    this.slot = homeSlot(this.name, context.keyPrefix, context.cluster);
+    this.reopen = reopener(new.target as LockKind, this.name);
   }
 
   /** A fresh latch key for one acquire request (and later the release of its hold). */
   protected newLatch(): string {
-    return holdLatchKey(this.name, this.context.newRequestId());
+    return holdLatchKey(this.name, this.context.newRequestId(), this.slot);
   }
 
   /** One attempt: null when acquired or re-entered, else the holder's remaining ttl in ms. */
@@ -60,7 +97,7 @@ export abstract class BaseLock implements RLock {
   lock(options: LockOptions): Promise<void>;
   async lock(arg?: number | LockOptions): Promise<void> {
     const { leaseTime, signal } = isOptionsObject(arg)
-      ? parseLockOptions(arg)
+      ? parseLockOptions(arg, 'lock')
       : { leaseTime: arg === undefined ? -1 : checkLeaseTime(arg), signal: undefined };
     await this.acquire(-1, leaseTime, signal);
   }
@@ -81,35 +118,42 @@ export abstract class BaseLock implements RLock {
   }
 
   async unlock(): Promise<void> {
-    this.throwIfClosed();
-    await this.releaseNewestHold();
+    this.throwIfClosed('closed');
+    await this.releaseHold(this.currentOwner());
     await this.requireReplicas('release');
   }
 
   /**
-   * Releases the current owner's newest hold (unlock() without the replica check). A release that
+   * Releases `hold` of `owner`, or its newest (unlock() without the replica check). A release that
    * Redis did not answer keeps its hold aside: unlock() again sends the same release (its latch
    * makes it count once), and close() sends it too.
    */
-  private async releaseNewestHold(): Promise<void> {
-    const owner = this.currentOwner();
+  private async releaseHold(owner: string, hold?: Hold): Promise<void> {
+    const { book } = this.context;
     this.noticeOverdueLease(owner);
-    const hold = this.context.book.takeForRelease(this.name, owner);
-    const latch = hold?.latch ?? this.newLatch();
-    const latchMs = this.latchLifetime(hold);
+    const lostBefore = book.lostCodeOf(this.name, owner);
+    const taken = book.takeForRelease(this.name, owner, hold);
+    const latch = taken?.latch ?? this.newLatch();
+    const latchMs = this.latchLifetime(taken);
     let result: 0 | 1 | null;
     try {
       result = await this.call('release', () => this.release(owner, latch, latchMs));
     } catch (error) {
-      if (hold && isPassing(error)) this.context.book.keepUnreleased(this.name, owner, hold, latchMs);
+      if (taken && isPassing(error)) book.keepUnreleased(this.name, owner, taken, latchMs);
       throw error;
+    } finally {
+      if (taken) this.context.gates.leave(taken.entry);
     }
-    const rest = this.context.book.get(this.name, owner);
+    const rest = book.get(this.name, owner);
     if (result === null) {
-      if (rest) this.context.book.lose(rest, 'Redis no longer had its holds');
-      throw new LockNotHeldError(this.name, owner);
+      if (rest) book.lose(rest, 'not-in-redis', 'Redis no longer had its holds');
+      throw new LockNotHeldError(this.name, owner, {
+        heldByOthers: book.otherHolders(this.name, owner),
+        lost: lostBefore ?? (taken || rest ? 'not-in-redis' : undefined),
+      });
     }
-    if (result === 1 && rest) this.context.book.lose(rest, 'Redis had fewer holds than this client counted');
+    if (result === 1 && rest)
+      book.lose(rest, 'not-in-redis', 'Redis had fewer holds than this client counted');
   }
 
   /** With waitForReplicas: throws LockNotReplicatedError when too few replicas have the last write. */
@@ -121,20 +165,20 @@ export abstract class BaseLock implements RLock {
   }
 
   async forceUnlock(): Promise<boolean> {
-    this.throwIfClosed();
+    this.throwIfClosed('closed');
     for (const entry of this.context.book.holdersOf(this.name)) {
-      this.context.book.lose(entry, 'forceUnlock() deleted it');
+      this.context.book.lose(entry, 'force-unlocked', 'forceUnlock() deleted it');
     }
     return this.call('forceUnlock', () => this.forceRelease());
   }
 
   async isLocked(): Promise<boolean> {
-    this.throwIfClosed();
+    this.throwIfClosed('closed');
     return (await this.call('isLocked', () => this.context.redis.exists(this.hashKey))) === 1;
   }
 
   async isHeldByCurrentTask(): Promise<boolean> {
-    this.throwIfClosed();
+    this.throwIfClosed('closed');
     const owner = this.currentOwner();
     this.noticeOverdueLease(owner);
     return (
@@ -143,7 +187,7 @@ export abstract class BaseLock implements RLock {
   }
 
   async getHoldCount(): Promise<number> {
-    this.throwIfClosed();
+    this.throwIfClosed('closed');
     const owner = this.currentOwner();
     this.noticeOverdueLease(owner);
     const count = await this.call('getHoldCount', () => this.context.redis.hget(this.hashKey, owner));
@@ -151,10 +195,14 @@ export abstract class BaseLock implements RLock {
   }
 
   async remainTimeToLive(): Promise<number> {
-    this.throwIfClosed();
+    this.throwIfClosed('closed');
     return this.call('remainTimeToLive', () => this.context.redis.pttl(this.hashKey));
   }
 
+  /**
+   * Acquires, runs fn in a frame of its own, always releases. Nested calls inside fn re-enter at
+   * once; a sibling branch of the same task that enters this lock meanwhile waits until fn is done.
+   */
   async withLock<T>(fn: (held: Held) => Promise<T> | T, options?: WithLockOptions): Promise<T> {
     if (typeof fn !== 'function') {
       throw Object.assign(new TypeError('fn must be a function'), { code: 'ERR_INVALID_ARG_TYPE' });
@@ -162,29 +210,48 @@ export abstract class BaseLock implements RLock {
     const parsed = parseLockOptions(options);
     const waitTime = parsed.waitTime ?? -1;
     return runInCurrentOrNewTask(async () => {
-      const acquired = await this.acquire(waitTime, parsed.leaseTime, parsed.signal);
+      const owner = this.currentOwner();
+      const body = new Frame(this.currentFrame());
+      const acquired = await this.acquire(waitTime, parsed.leaseTime, parsed.signal, { body });
       if (acquired === false) throw new LockTimeoutError(this.name, waitTime);
-      const entry = this.context.book.get(this.name, this.currentOwner());
-      const guard = entry ? this.context.book.guard(entry) : new AbortController();
+      const { book } = this.context;
+      const entry = book.get(this.name, owner);
+      const guard = entry ? book.guard(entry) : new AbortController();
       const signal = parsed.signal ? AbortSignal.any([guard.signal, parsed.signal]) : guard.signal;
+      const done = this.context.trackBody();
       let result: T;
       try {
-        result = await fn(acquired.token === undefined ? { signal } : { signal, token: acquired.token });
+        result = await runInFrame(body, () =>
+          fn(acquired.token === undefined ? { signal } : { signal, token: acquired.token }),
+        );
       } catch (error) {
         // The callback's error is what the caller needs; a failed release must not hide it.
-        await this.unlock().catch(() => undefined);
+        await this.releaseOwn(owner, acquired.hold).catch(() => undefined);
         throw error;
       } finally {
         entry?.guards.delete(guard);
+        done();
       }
-      await this.unlock();
+      await this.releaseOwn(owner, acquired.hold);
       return result;
     });
   }
 
+  /** close(): gives back `hold` of `owner`, so that waiters elsewhere take over at once. */
+  async releaseAtClose(owner: string, hold: Hold): Promise<void> {
+    await this.releaseHold(owner, hold).catch(() => undefined);
+  }
+
+  /** withLock's release: its own hold (not whatever is newest), then the replica check. */
+  private async releaseOwn(owner: string, hold: Hold): Promise<void> {
+    this.throwIfClosed('closed');
+    await this.releaseHold(owner, hold);
+    await this.requireReplicas('release');
+  }
+
   /**
-   * Watches the current owner's hold on this lock (for a group lock's withLock): the signal aborts
-   * when the lease is lost. Undefined when the owner holds nothing here.
+   * Watches the current owner's hold on this lock (for a group lock): the signal aborts when the
+   * lease is lost. Undefined when the owner holds nothing here.
    */
   watchCurrentHold(): { signal: AbortSignal; dispose: () => void } | undefined {
     const entry = this.context.book.get(this.name, this.currentOwner());
@@ -204,6 +271,33 @@ export abstract class BaseLock implements RLock {
     if (entry && kept === 1) this.context.book.setNewestLease(entry, leaseTime, sentAt + leaseTime);
   }
 
+  /**
+   * A group lock's attempt at this member: tryLock, except that any Redis failure fails it at once
+   * (the group decides what to do), the group hears when the member waits for another holder,
+   * and a lost lease is the group's to report (see GroupLock).
+   */
+  async tryLockAsMember(options: {
+    waitTime: number;
+    leaseTime: number;
+    signal: AbortSignal;
+    body?: Frame;
+    onHeldElsewhere: () => void;
+  }): Promise<boolean> {
+    const { waitTime, leaseTime, signal, body, onHeldElsewhere } = options;
+    const how = { body, quiet: true, failFast: true, onHeldElsewhere };
+    return (await this.acquire(waitTime, leaseTime, signal, how)) !== false;
+  }
+
+  /** The owner id the current caller acts for on this lock. */
+  currentOwnerId(): string {
+    return this.currentOwner();
+  }
+
+  /** The frame the current caller runs in: its task's (or withLock body's), or the handle's. */
+  currentFrame(): Frame {
+    return currentTask()?.frame ?? this.handleFrame;
+  }
+
   /** The fencing token an acquiring attempt was given, for lock kinds that issue them. */
   protected tokenOf(_latch: string): number | undefined {
     return undefined;
@@ -217,79 +311,88 @@ export abstract class BaseLock implements RLock {
   private noticeOverdueLease(owner: string): void {
     const entry = this.context.book.get(this.name, owner);
     if (entry && entry.leaseEnd <= performance.now()) {
-      this.context.book.lose(entry, 'its lease ran out while the holder was not running (paused or stalled)');
+      this.context.book.lose(
+        entry,
+        'lease-expired',
+        'its lease ran out while the holder was not running (paused or stalled)',
+      );
     }
   }
 
   /**
-   * A group lock's attempt at this member: tryLock, except that any Redis failure fails it at once
-   * (the group decides what to do), the group hears when the member waits for another holder,
-   * and a lost lease is the group's to report (see GroupLock).
+   * Takes the lock for the current owner; false when waitTime passed first. A sibling branch of
+   * the owner inside the lock is waited for here first (see OwnerGates), within the same waitTime.
    */
-  async tryLockAsMember(options: {
-    waitTime: number;
-    leaseTime: number;
-    signal: AbortSignal;
-    onHeldElsewhere: () => void;
-  }): Promise<boolean> {
-    const { waitTime, leaseTime, signal, onHeldElsewhere } = options;
-    const how = { quiet: true, failFast: true, onHeldElsewhere };
-    return (await this.acquire(waitTime, leaseTime, signal, how)) !== false;
-  }
-
-  /** The owner id the current caller acts for on this lock. */
-  currentOwnerId(): string {
-    return this.currentOwner();
-  }
-
-  /** Takes the lock for the current owner; false when waitTime passed first. */
   protected async acquire(
     waitTime: number,
     leaseTime: number,
     signal?: AbortSignal,
-    how: { quiet?: boolean; failFast?: boolean; onHeldElsewhere?: () => void } = {},
-  ): Promise<false | { token?: number }> {
+    how: AcquireHow = {},
+  ): Promise<false | Acquired> {
     this.throwIfClosed();
+    signal?.throwIfAborted();
     const { context } = this;
     const owner = this.currentOwner();
+    const frame = this.currentFrame();
+    const holder = this.holderObject();
     this.noticeOverdueLease(owner);
     const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
+    const startedAt = performance.now();
+    const entry = await context.gates.enter(this.name, owner, frame, how.body ?? frame, {
+      deadline: waitTime < 0 ? Infinity : startedAt + waitTime,
+      signal,
+      closing: context.closing,
+    });
+    if (!entry) return false;
+    // Whatever the gate took of the wait; a wait that ran out there makes one attempt.
+    const waitLeft =
+      waitTime <= 0 ? waitTime : Math.max(0, Math.floor(startedAt + waitTime - performance.now()));
+    context.registry.keepFor(Math.max(leaseMs, context.fairLockWaitTimeout));
     /** This wait's attempts go out one at a time (see Lane). */
     const lane: Lane = {};
     let granted: { latch: string; sentAt: number } | undefined;
-    const outcome = await acquireOrWait({
-      attempt: async (kind, limits) => {
-        const latch = this.newLatch();
-        const sentAt = performance.now();
-        const ttl = await this.call('acquire', () => this.attempt(owner, leaseMs, latch, kind), {
-          ...limits,
-          lane,
-          endsWithClose: true,
-          // Answered after the caller stopped waiting for it: nobody takes this hold, give it back.
-          onLate: (late) => {
-            if (late === null) void this.giveBack(owner, latch, leaseMs);
-          },
-        });
-        if (ttl === null) granted = { latch, sentAt };
-        return ttl;
-      },
-      undoGrant: () => (granted ? this.giveBack(owner, granted.latch, leaseMs) : Promise.resolve()),
-      openWakeSource: (limits) => this.openWakeSource(owner, limits),
-      wakeSourceFirst: this.wakeSourceFirst,
-      giveUp:
-        this.giveUp &&
-        ((limits) => this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits)),
-      waitTime,
-      commandTimeout: context.calls.commandTimeout,
-      signal,
-      closing: context.closing,
-      maxSleep: context.watchdogTimeout,
-      onRetry: (error, retryInMs) =>
-        context.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs }),
-      failFast: how.failFast,
-      onHeldElsewhere: how.onHeldElsewhere,
-    });
-    if (!outcome) return false;
+    let outcome: Awaited<ReturnType<typeof acquireOrWait>>;
+    try {
+      outcome = await acquireOrWait({
+        attempt: async (kind, limits) => {
+          const latch = this.newLatch();
+          const sentAt = performance.now();
+          const ttl = await this.call('acquire', () => this.attempt(owner, leaseMs, latch, kind), {
+            ...limits,
+            lane,
+            endsWithClose: true,
+            // Answered after the caller stopped waiting for it: nobody takes this hold, give it back.
+            onLate: (late) => {
+              if (late === null) void this.giveBack(owner, latch, leaseMs);
+            },
+          });
+          if (ttl === null) granted = { latch, sentAt };
+          return ttl;
+        },
+        undoGrant: () => (granted ? this.giveBack(owner, granted.latch, leaseMs) : Promise.resolve()),
+        openWakeSource: (limits) => this.openWakeSource(owner, limits),
+        wakeSourceFirst: this.wakeSourceFirst,
+        giveUp:
+          this.giveUp &&
+          ((limits) => this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits)),
+        waitTime: waitLeft,
+        commandTimeout: context.calls.commandTimeout,
+        signal,
+        closing: context.closing,
+        maxSleep: context.watchdogTimeout,
+        onRetry: (error, retryInMs) =>
+          context.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs }),
+        failFast: how.failFast,
+        onHeldElsewhere: how.onHeldElsewhere,
+      });
+    } catch (error) {
+      context.gates.leave(entry);
+      throw error;
+    }
+    if (!outcome) {
+      context.gates.leave(entry);
+      return false;
+    }
     let { latch, sentAt } = granted ?? { latch: this.newLatch(), sentAt: performance.now() };
     const token = this.tokenOf(latch);
     if (outcome === 'handoff') {
@@ -300,17 +403,18 @@ export abstract class BaseLock implements RLock {
       sentAt = performance.now();
       void this.confirm(owner, leaseMs);
     }
-    context.book.add(this.name, owner, { latch, leaseTime }, sentAt + leaseMs, how.quiet);
+    const hold: Hold = { latch, leaseTime, entry, reopen: this.reopen };
+    context.book.add(this.name, owner, hold, sentAt + leaseMs, holder, how.quiet);
     if (leaseTime < 0) context.watchdog.start();
     try {
       await this.requireReplicas('acquire');
     } catch (error) {
       // A hold a failover could lose is not handed out: give it back (without waiting for the
       // replicas a second time), then say why.
-      await this.releaseNewestHold().catch(() => undefined);
+      await this.releaseHold(owner, hold).catch(() => undefined);
       throw error;
     }
-    return { token };
+    return { hold, token };
   }
 
   /**
@@ -345,7 +449,9 @@ export abstract class BaseLock implements RLock {
       this.context.reportRedisError({ name: this.name, operation: 'confirm', error });
     }
     const entry = this.context.book.get(this.name, owner);
-    if (!confirmed && entry) this.context.book.lose(entry, 'the hand-off from the previous holder was lost');
+    if (!confirmed && entry) {
+      this.context.book.lose(entry, 'handoff-lost', 'the hand-off from the previous holder was lost');
+    }
   }
 
   /** Runs one Redis command of this lock within its budget (see RedisCalls). */
@@ -359,11 +465,24 @@ export abstract class BaseLock implements RLock {
   }
 
   protected currentOwner(): string {
-    const task = currentTask();
-    return ownerId(this.context.clientId, task ? task.ownerNumber : this.handleOwner);
+    return ownerIdOf(this.context.clientId, currentTask(), this.handleOwner);
   }
 
-  private throwIfClosed(): void {
-    this.context.closing.throwIfAborted();
+  /**
+   * What can still release the current owner's holds: its task, or outside a task this handle.
+   * None for an explicit owner id: any task that names it can release them, in any process.
+   */
+  private holderObject(): object | undefined {
+    const task = currentTask();
+    if (task?.ownerId !== undefined) return undefined;
+    return task?.identity ?? this;
+  }
+
+  /**
+   * 'closing': close() has begun, so no new acquisition starts (releases and queries still run
+   * while close() lets running withLock bodies finish); 'closed': close() is done.
+   */
+  private throwIfClosed(stage: 'closing' | 'closed' = 'closing'): void {
+    (stage === 'closing' ? this.context.closing : this.context.closed).throwIfAborted();
   }
 }

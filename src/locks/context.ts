@@ -1,8 +1,10 @@
 import type { FairWaiters } from '../fair-waiters';
 import type { HoldBook } from '../holds';
+import type { OwnerGates } from '../owner-gate';
 import type { Subscriber } from '../pubsub';
 import type { RedisCalls } from '../redis-call';
 import type { RedisConnection } from '../redis';
+import type { ClientRegistry } from '../registry';
 import type { PublishCommand } from '../scripts';
 import type { StepLimits } from '../wait';
 import type { Watchdog } from '../watchdog';
@@ -30,8 +32,20 @@ export interface LockContext {
   readonly fairLockWaitTimeout: number;
   readonly fairWaiters: FairWaiters;
   readonly watchdog: Watchdog;
-  /** Aborts, with a ClientClosedError, when the client closes. */
+  /** Aborts, with a ClientClosedError, when close() begins: no new acquisition starts, waits end. */
   readonly closing: AbortSignal;
+  /** Aborts when close() is done: every call rejects from then on. */
+  readonly closed: AbortSignal;
+  /** Keeps each owner's branches apart inside the process (see OwnerGates). */
+  readonly gates: OwnerGates;
+  /** Says which host and process this client's owner ids belong to (see ClientRegistry). */
+  readonly registry: ClientRegistry;
+  /** The ioredis keyPrefix of the connection ('' when none): Redis has every key under it. */
+  readonly keyPrefix: string;
+  /** Whether the connection is a Redis Cluster. */
+  readonly cluster: boolean;
+  /** Counts a running withLock body, for close() to wait for; call the result when it is done. */
+  trackBody(): () => void;
   /** The client's pub/sub, ready within the limits (it may first ask a cluster what it supports). */
   subscriber(name: string, limits: StepLimits): Promise<Subscriber>;
   reportRedisError(report: RedisErrorReport): void;

@@ -18,9 +18,9 @@ import type { LockContext } from './context';
  * The fair lock: waiters acquire in the order they reached Redis, across processes.
  *
  * A waiter's place lives in a Redis queue, kept alive by its client's watchdog timer; a release
- * grants the lock straight to the head of the queue and tells only that owner's client (on the
- * client's own channel, or with sharded pub/sub on the lock's channel, which only clients waiting
- * on this lock hear), so the woken waiter holds the lock without another round trip.
+ * grants the lock straight to the head of the queue and announces it on the lock's hand-off
+ * channel, which only clients waiting on this lock hear, naming the owner: that one waiter holds
+ * the lock without another round trip.
  */
 export class FairLock extends BaseLock {
   private readonly keys: FairLockKeys;
@@ -28,7 +28,7 @@ export class FairLock extends BaseLock {
 
   constructor(context: LockContext, name: unknown) {
     super(context, name);
-    this.keys = fairLockKeys(this.name);
+    this.keys = fairLockKeys(this.name, this.slot);
   }
 
   private get queueKeys(): FairKeys {
@@ -73,18 +73,16 @@ export class FairLock extends BaseLock {
   }
 
   /**
-   * Hand-offs must be heard before this owner joins the queue. Classic pub/sub brings them on the
-   * client's own channel, subscribed once for all waits; sharded pub/sub on the lock's own channel,
-   * in the lock's slot, subscribed while this client has waiters on the lock. While that channel is
-   * not confirmed (Redis unreachable) the waiter looks again every UNCONFIRMED_POLL_MS, so a grant
-   * whose message went unheard is still taken. One owner waits on one fair lock at a time: a
-   * second wait of the same owner starts when the first ends (and then re-enters, or waits its turn).
+   * Hand-offs must be heard before this owner joins the queue: they come on the lock's hand-off
+   * channel, subscribed while this client has waiters on the lock (one subscription for all of
+   * them; a message names the owner it is for). While the channel is not confirmed (Redis
+   * unreachable) the waiter looks again every UNCONFIRMED_POLL_MS, so a grant whose message went
+   * unheard is still taken. One owner waits on one fair lock at a time: a second wait of the same
+   * owner starts when the first ends (and then re-enters, or waits its turn).
    */
   protected async openWakeSource(owner: string, limits: StepLimits): Promise<WakeSource> {
     const subscriber = await this.context.subscriber(this.name, limits);
-    const sharded = (await this.context.publishCommand()) === 'spublish';
-    const channel = sharded ? this.keys.handoffChannel : (subscriber.homeChannel as string);
-    const subscription = await subscriber.subscribe(channel, { ...limits, addressed: true });
+    const subscription = await subscriber.subscribe(this.keys.handoffChannel, { ...limits, addressed: true });
     let waiter: FairWaiter;
     try {
       waiter = await this.context.fairWaiters.register(this.name, owner, this.keys);

@@ -18,7 +18,7 @@ export class FencedLock extends ReentrantLock implements RFencedLock {
 
   constructor(context: LockContext, name: unknown) {
     super(context, name);
-    this.tokenKey = fencingTokenKey(this.name);
+    this.tokenKey = fencingTokenKey(this.name, this.slot);
   }
 
   async lockAndGetToken(leaseTime?: number): Promise<number> {

@@ -1,6 +1,6 @@
-import { LockNotHeldError, LockTimeoutError } from '../errors';
+import { LockLostError, LockNotHeldError, LockTimeoutError } from '../errors';
 import type { LostLease } from '../holds';
-import { runInCurrentOrNewTask } from '../owner';
+import { Frame, runInCurrentOrNewTask, runInFrame } from '../owner';
 import { isPassing } from '../redis-call';
 import { pauseFor, retryPause } from '../timing';
 import {
@@ -46,6 +46,8 @@ export interface GroupRules {
   /** The client that made the group: where its lost lease and outages are reported. */
   reportLost(lost: LostLease): void;
   reportRedisError(report: RedisErrorReport): void;
+  /** Counts a running withLock body for the client's close(); call the result when done. */
+  trackBody(): () => void;
 }
 
 /** How long lock() waits for the members in one attempt before it starts over (Redisson's 1.5 s each). */
@@ -108,13 +110,18 @@ export class GroupLock implements RLock {
   lock(options: LockOptions): Promise<void>;
   async lock(arg?: number | LockOptions): Promise<void> {
     const { leaseTime, signal } = isOptionsObject(arg)
-      ? parseOptions(arg)
+      ? parseOptions(arg, 'lock')
       : { leaseTime: arg === undefined ? -1 : checkLeaseTime(arg), signal: undefined };
+    await this.lockUntilHeld(leaseTime, signal);
+  }
+
+  /** lock(): attempts of up to 1.5 s per member, until one holds; rides out outages. */
+  private async lockUntilHeld(leaseTime: number, signal?: AbortSignal, body?: Frame): Promise<void> {
     const round = this.members.length * LOCK_ROUND_PER_MEMBER_MS;
     // Waiting forever rides out an outage: an unreachable quorum is tried again, and reported.
     for (let failures = 1; ; failures += 1) {
       try {
-        if (await this.acquire(round, leaseTime, signal)) return;
+        if (await this.acquire(round, leaseTime, signal, body)) return;
         failures = 0;
       } catch (error) {
         if (!isPassing(error) || signal?.aborted) throw error;
@@ -198,19 +205,24 @@ export class GroupLock implements RLock {
     const parsed = parseOptions(options);
     const waitTime = parsed.waitTime ?? -1;
     return runInCurrentOrNewTask(async () => {
-      if (waitTime < 0) await this.lock({ leaseTime: parsed.leaseTime, signal: parsed.signal });
-      else if (!(await this.acquire(waitTime, parsed.leaseTime, parsed.signal))) {
+      // The body runs in a frame of its own: a sibling branch of the task waits for it (see OwnerGates).
+      const body = new Frame((this.members[0] as BaseLock).currentFrame());
+      if (waitTime < 0) await this.lockUntilHeld(parsed.leaseTime, parsed.signal, body);
+      else if (!(await this.acquire(waitTime, parsed.leaseTime, parsed.signal, body))) {
         throw new LockTimeoutError(this.name, waitTime);
       }
       const lost =
         this.trackers.get(this.ownerKey())?.at(-1)?.controller.signal ?? new AbortController().signal;
       const signal = parsed.signal ? AbortSignal.any([lost, parsed.signal]) : lost;
+      const done = this.rules.trackBody();
       let result: T;
       try {
-        result = await fn({ signal });
+        result = await runInFrame(body, () => fn({ signal }));
       } catch (error) {
         await this.unlock().catch(() => undefined);
         throw error;
+      } finally {
+        done();
       }
       await this.unlock();
       return result;
@@ -218,7 +230,12 @@ export class GroupLock implements RLock {
   }
 
   /** Rounds until one holds the quorum or waitTime passes (0: one round, no waiting). */
-  private async acquire(waitTime: number, leaseTime: number, signal?: AbortSignal): Promise<boolean> {
+  private async acquire(
+    waitTime: number,
+    leaseTime: number,
+    signal?: AbortSignal,
+    body?: Frame,
+  ): Promise<boolean> {
     const started = performance.now();
     const deadline = waitTime < 0 ? Infinity : started + waitTime;
     // A member waited for must not run out before the others are taken: with a fixed lease and a
@@ -228,7 +245,7 @@ export class GroupLock implements RLock {
       signal?.throwIfAborted();
       const roundStarted = performance.now();
       const memberWait = waitTime <= 0 ? 0 : Math.max(0, Math.floor(deadline - roundStarted));
-      const round = await this.round(memberWait, memberLease, signal);
+      const round = await this.round(memberWait, memberLease, signal, body);
       const quorumHeld = round.taken.length >= this.rules.quorum;
       if (!signal?.aborted && quorumHeld && this.stillValid(leaseTime, performance.now() - roundStarted)) {
         if (leaseTime > 0 && memberLease !== leaseTime) await this.shortenLeases(round.taken, leaseTime);
@@ -260,7 +277,7 @@ export class GroupLock implements RLock {
    * other's members for their whole wait); a member that has not answered at all is waited for
    * within its own budget, and then counts as failed.
    */
-  private round(memberWait: number, memberLease: number, signal?: AbortSignal): Promise<Round> {
+  private round(memberWait: number, memberLease: number, signal?: AbortSignal, body?: Frame): Promise<Round> {
     const allowedFailures = this.members.length - this.rules.quorum;
     const callOff = new AbortController();
     const memberSignal = signal ? AbortSignal.any([callOff.signal, signal]) : callOff.signal;
@@ -290,6 +307,7 @@ export class GroupLock implements RLock {
           waitTime: memberWait,
           leaseTime: memberLease,
           signal: memberSignal,
+          body,
           onHeldElsewhere: () => {
             answer();
             review();
@@ -337,22 +355,19 @@ export class GroupLock implements RLock {
    * is reported (members are held quietly) and withLock's signal aborts.
    */
   private track(taken: BaseLock[]): void {
+    const key = this.ownerKey();
     const controller = new AbortController();
     const watches = taken.map((member) => member.watchCurrentHold()).filter((watch) => watch !== undefined);
     let held = watches.length;
     const onLost = (event: Event): void => {
       held -= 1;
       if (held >= this.rules.quorum || controller.signal.aborted) return;
-      const reason = (event.target as AbortSignal).reason as Error;
-      controller.abort(reason);
-      this.rules.reportLost({
-        name: this.name,
-        ownerId: this.ownerKey(),
-        reason: `fewer than ${this.rules.quorum} of its ${this.members.length} locks are held: ${reason.message}`,
-      });
+      const cause = (event.target as AbortSignal).reason as Error;
+      const reason = `fewer than ${this.rules.quorum} of its ${this.members.length} locks are held: ${cause.message}`;
+      controller.abort(new LockLostError(this.name, key, 'quorum-lost', reason));
+      this.rules.reportLost({ name: this.name, ownerId: key, code: 'quorum-lost', reason });
     };
     for (const watch of watches) watch.signal.addEventListener('abort', onLost, { once: true });
-    const key = this.ownerKey();
     const tracker: Tracker = {
       controller,
       dispose: () => {

@@ -11,7 +11,7 @@ export class ReentrantLock extends BaseLock {
 
   constructor(context: LockContext, name: unknown) {
     super(context, name);
-    this.keys = lockKeys(this.name);
+    this.keys = lockKeys(this.name, this.slot);
   }
 
   protected attempt(owner: string, leaseMs: number, latch: string): Promise<number | null> {

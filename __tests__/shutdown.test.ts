@@ -1,0 +1,112 @@
+import { ClientClosedError, LockLostError } from '../src';
+import { useRedis } from './helpers/setup';
+import { eventually, sleep, timed } from './helpers/wait';
+import { startWorker } from './helpers/workers';
+
+/**
+ * close({ timeout }) at a deploy: no new acquisitions, held signals aborted, running withLock
+ * bodies given `timeout` to finish, then every hold still there released so that waiters
+ * elsewhere take over at once instead of waiting out the lease.
+ */
+describe('closing a client', () => {
+  const redis = useRedis();
+
+  test('a running withLock body may finish and release; a waiter in another process takes over at once', async () => {
+    const client = redis.client();
+    let signal: AbortSignal | undefined;
+    const body = client.getLock('deploy').withLock(async (held) => {
+      signal = held.signal;
+      // Works until told to stop, then takes a moment to finish cleanly.
+      await new Promise((resolve) => held.signal.addEventListener('abort', resolve));
+      await sleep(300);
+      return 'finished';
+    });
+    await eventually('held', () => signal !== undefined);
+    const waiter = startWorker([String(redis.port()), 'wait', 'deploy', '1']);
+    expect(await waiter.firstMessage).toBe('started');
+    await sleep(200);
+    const closing = timed(client.close({ timeout: 2_000 }));
+    await eventually('signal aborted', () => signal?.aborted === true);
+    expect(signal?.reason).toBeInstanceOf(LockLostError);
+    expect(signal?.reason).toMatchObject({ code: 'ERR_LOCK_LOST', lostCode: 'client-closed' });
+    expect(await body).toBe('finished');
+    const closed = await closing;
+    const closedAt = performance.now();
+    expect(closed.ms).toBeLessThan(1_000);
+    expect(await waiter.nextMessage()).toBe('done');
+    expect(performance.now() - closedAt).toBeLessThan(500);
+  }, 30_000);
+
+  test('a body that overruns the timeout: its lock is released when close() resolves', async () => {
+    const client = redis.client();
+    const other = redis.client();
+    let signal: AbortSignal | undefined;
+    const body = client.getLock('overrun').withLock(async (held) => {
+      signal = held.signal;
+      await sleep(1_500);
+    });
+    body.catch(() => undefined);
+    await eventually('held', () => signal !== undefined);
+    const closing = await timed(client.close({ timeout: 300 }));
+    expect(closing.ms).toBeGreaterThanOrEqual(290);
+    expect(closing.ms).toBeLessThan(1_000);
+    expect(await redis.admin().exists('overrun')).toBe(0);
+    expect(await other.getLock('overrun').tryLock()).toBe(true);
+    // The body learns it ran past the close: its withLock rejects once it ends.
+    await expect(body).rejects.toBeInstanceOf(ClientClosedError);
+  }, 30_000);
+
+  test('holds taken by hand are released too, and a fair lock passes to its next waiter', async () => {
+    const client = redis.client();
+    const other = redis.client();
+    const plain = client.getLock('by-hand');
+    await plain.lock();
+    await plain.lock();
+    const timed5 = client.getLock('by-hand-lease');
+    await timed5.lock(60_000);
+    const fair = client.getFairLock('fair-close');
+    await fair.lock();
+    const next = other.getFairLock('fair-close').tryLock(5_000);
+    await sleep(200);
+    await client.close();
+    const closedAt = performance.now();
+    expect(await redis.admin().exists('by-hand', 'by-hand-lease')).toBe(0);
+    expect(await next).toBe(true);
+    expect(performance.now() - closedAt).toBeLessThan(500);
+  });
+
+  test('a wait pending at close() ends at once; close() twice is one close; its options are checked', async () => {
+    const holder = redis.client();
+    const client = redis.client();
+    await holder.getLock('pending').lock();
+    const handle = client.getLock('pending');
+    const waiting = timed(handle.lock());
+    await sleep(100);
+    await expect(client.close({ timeout: -1 })).rejects.toThrow(/^timeout must be/);
+    await expect(client.close({ timout: 5 } as never)).rejects.toThrow(/did you mean "timeout"/);
+    const first = client.close();
+    expect(client.close()).toBe(first);
+    await first;
+    const outcome = await waiting;
+    expect(outcome.error).toBeInstanceOf(ClientClosedError);
+    expect(outcome.ms).toBeLessThan(300);
+    await expect(handle.unlock()).rejects.toBeInstanceOf(ClientClosedError);
+    expect(() => client.getLock('pending')).toThrow(ClientClosedError);
+  });
+
+  test('SIGTERM recipe: the process closes its client and a waiter elsewhere gets the lock at once', async () => {
+    const worker = startWorker([String(redis.port()), 'sigterm', 'sigterm-lock', '5000']);
+    expect(await worker.firstMessage).toBe('locked');
+    const waiter = redis.client();
+    const waiting = timed(waiter.getLock('sigterm-lock').tryLock(10_000));
+    await sleep(200);
+    const exited = new Promise<number | null>((resolve) => worker.child.once('exit', resolve));
+    const signalledAt = performance.now();
+    worker.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const outcome = await waiting;
+    expect(outcome.value).toBe(true);
+    // Released by the closing process, not after the 30 s watchdog lease.
+    expect(performance.now() - signalledAt).toBeLessThan(1_500);
+  }, 30_000);
+});

@@ -1,0 +1,149 @@
+import type { Frame } from './owner';
+
+/**
+ * Re-entry is nesting, not concurrency. In Redis an owner's holds on a lock are one count, so two
+ * branches of one task (a `Promise.all` inside withLock, requests of a server started inside a
+ * task) would both "re-enter" and run inside the lock at once. The gate keeps them apart inside
+ * the process: per (lock, owner), the acquisitions under way or held form a stack, each with the
+ * frame its holder's code runs in (its body). A call may go on to Redis when nothing is on the
+ * stack, or when it runs inside the body on top (it is nested in the current holder, so waiting
+ * would deadlock it). Any other call waits here, in arrival order, until the stack lets it in.
+ *
+ * By-hand lock() has no body of its own: its hold's body is the caller's frame, so calls from one
+ * frame (one withLock body, or one task outside any) re-enter each other, as Redisson's threads do.
+ */
+export interface GateEntry {
+  /** The frame the holder's code runs in while this entry is held. */
+  readonly body: Frame;
+}
+
+interface Entry extends GateEntry {
+  readonly gate: Gate;
+  left: boolean;
+}
+
+interface Waiter {
+  readonly frame: Frame;
+  readonly body: Frame;
+  admit(entry: Entry): void;
+}
+
+class Gate {
+  readonly entries: Entry[] = [];
+  readonly waiters: Waiter[] = [];
+
+  constructor(readonly key: string) {}
+
+  admits(frame: Frame): boolean {
+    const top = this.entries[this.entries.length - 1];
+    return top === undefined || frame.isWithin(top.body);
+  }
+
+  push(body: Frame): Entry {
+    const entry: Entry = { body, gate: this, left: false };
+    this.entries.push(entry);
+    return entry;
+  }
+}
+
+export interface GateWait {
+  /** performance.now() time after which a waiting call gives up (Infinity: never). */
+  deadline: number;
+  signal?: AbortSignal;
+  /** The client's close: a waiting call ends with its reason. */
+  closing: AbortSignal;
+}
+
+export class OwnerGates {
+  private readonly gates = new Map<string, Gate>();
+
+  /**
+   * Enters the gate of (`name`, `owner`) from `frame`, for a holder whose code will run in `body`.
+   * Resolves at once when allowed; otherwise waits, and resolves undefined when the deadline
+   * passes first (rejects when the signal aborts or the client closes).
+   */
+  enter(
+    name: string,
+    owner: string,
+    frame: Frame,
+    body: Frame,
+    wait: GateWait,
+  ): Promise<GateEntry | undefined> {
+    const key = `${owner}\u0000${name}`;
+    let gate = this.gates.get(key);
+    if (!gate) {
+      gate = new Gate(key);
+      this.gates.set(key, gate);
+    }
+    // A call nested in the current holder goes on at once, even past waiting siblings (they wait
+    // for the holder, which waits for it); into an empty gate, waiting calls go first.
+    const nested = gate.entries.length > 0 && gate.admits(frame);
+    if (nested || (gate.entries.length === 0 && gate.waiters.length === 0)) {
+      return Promise.resolve(gate.push(body));
+    }
+    return this.waitToEnter(gate, frame, body, wait);
+  }
+
+  /** The holder is done (released, or its hold is gone): calls waiting behind it may go on. */
+  leave(entry: GateEntry): void {
+    const own = entry as Entry;
+    if (own.left) return;
+    own.left = true;
+    const { gate } = own;
+    const index = gate.entries.lastIndexOf(own);
+    if (index >= 0) gate.entries.splice(index, 1);
+    this.admitWaiters(gate);
+  }
+
+  private waitToEnter(gate: Gate, frame: Frame, body: Frame, wait: GateWait): Promise<GateEntry | undefined> {
+    const signals = wait.signal ? [wait.signal, wait.closing] : [wait.closing];
+    return new Promise((resolve, reject) => {
+      const aborted = signals.find((signal) => signal.aborted);
+      if (aborted) return reject(aborted.reason);
+      const done = (): void => {
+        clearTimeout(timer);
+        for (const signal of signals) signal.removeEventListener('abort', onAbort);
+        const index = gate.waiters.indexOf(waiter);
+        if (index >= 0) gate.waiters.splice(index, 1);
+        this.forgetIfIdle(gate);
+      };
+      const waiter: Waiter = {
+        frame,
+        body,
+        admit: (entry) => {
+          done();
+          resolve(entry);
+        },
+      };
+      const onAbort = (event: Event): void => {
+        done();
+        reject((event.target as AbortSignal).reason);
+      };
+      const timer = Number.isFinite(wait.deadline)
+        ? setTimeout(
+            () => {
+              done();
+              resolve(undefined);
+            },
+            Math.max(0, wait.deadline - performance.now()),
+          )
+        : undefined;
+      for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
+      gate.waiters.push(waiter);
+    });
+  }
+
+  /** Lets in every waiting call the stack now allows, oldest first. */
+  private admitWaiters(gate: Gate): void {
+    for (const waiter of [...gate.waiters]) {
+      if (gate.admits(waiter.frame)) waiter.admit(gate.push(waiter.body));
+    }
+    this.forgetIfIdle(gate);
+  }
+
+  private forgetIfIdle(gate: Gate): void {
+    if (gate.entries.length === 0 && gate.waiters.length === 0 && this.gates.get(gate.key) === gate) {
+      this.gates.delete(gate.key);
+    }
+  }
+}
