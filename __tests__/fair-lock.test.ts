@@ -258,6 +258,11 @@ describe('fair lock', () => {
       }),
     );
     try {
+      expect(await Promise.all(workers.map((worker) => worker.firstMessage))).toEqual([
+        'started',
+        'started',
+        'started',
+      ]);
       await eventually('queued', async () => (await admin.llen(queueKey('fair-dead-queue'))) === 3, 10_000);
       expect(await admin.pttl(queueKey('fair-dead-queue'))).toBeGreaterThan(0);
       expect(await admin.pttl(deadlinesKey('fair-dead-queue'))).toBeGreaterThan(0);
@@ -268,7 +273,7 @@ describe('fair lock', () => {
     await sleep(600 + 300);
     expect(await admin.exists(queueKey('fair-dead-queue'), deadlinesKey('fair-dead-queue'))).toBe(0);
     expect(await admin.exists('fair-dead-queue')).toBe(1);
-  });
+  }, 30_000);
 
   test('500 tasks on one lock keep a counter exact and are served in arrival order', async () => {
     const client = redis.client();

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { LockClient, RLock } from '../src';
 import { useRedis } from './helpers/setup';
-import { sleep } from './helpers/wait';
+import { eventually, sleep } from './helpers/wait';
 import { startWorker } from './helpers/workers';
 
 describe('ownership through async call chains', () => {
@@ -172,6 +172,11 @@ describe('owner ids in Redis', () => {
       expect(await holder.firstMessage).toBe('locked');
       const [owner] = Object.keys(await redis.admin().hgetall('traced')) as [string];
       const clientId = owner.slice(0, owner.lastIndexOf(':'));
+      // Written beside the first acquisition, not before it: on a cluster it may land a moment later.
+      await eventually(
+        'the client entry',
+        async () => (await redis.admin().exists(`rlock_client:{${clientId}}`)) === 1,
+      );
       const entry = await redis.admin().hgetall(`rlock_client:{${clientId}}`);
       expect(entry).toMatchObject({ host: hostname(), pid: String(holder.child.pid), label: 'billing' });
       expect(await redis.admin().pttl(`rlock_client:{${clientId}}`)).toBeGreaterThan(0);
