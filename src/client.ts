@@ -223,7 +223,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return new GroupLock(locks, {
       label: 'MultiLock',
       quorum: locks.length,
-      memberErrorsAreFailures: false,
       watchdogLease: this.watchdogTimeout,
       ...this.groupHooks(),
     });
@@ -240,7 +239,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return new GroupLock(locks, {
       label: 'RedLock',
       quorum: Math.floor(locks.length / 2) + 1,
-      memberErrorsAreFailures: true,
       // Redlock's validity: what is left of the lease after taking it and allowing for clock drift
       // (1% of the lease plus 2 ms), as in the algorithm's description.
       validity: (lease, elapsed) => lease - elapsed - (lease * 0.01 + 2),
@@ -312,7 +310,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     await this.subscriberInstance?.close();
   }
 
-  /** Releases every hold still in the book, and the releases Redis never answered. */
+  /** Releases every hold still in the book. (Releases Redis never answered are re-sent already.) */
   private async releaseEverything(): Promise<void> {
     const releases = this.book.all().map(async (entry) => {
       const lock = entry.reopen(this.context);
@@ -320,10 +318,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         await lock.releaseAtClose(entry.ownerId, entry.holds[i] as (typeof entry.holds)[number]);
       }
     });
-    const unanswered = this.book
-      .takeAllUnreleased()
-      .map(({ ownerId, hold }) => hold.reopen(this.context).releaseAtClose(ownerId, hold));
-    await Promise.allSettled([...releases, ...unanswered]);
+    await Promise.allSettled(releases);
   }
 
   private trackBody(): () => void {
@@ -353,11 +348,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   /** What a group lock made by this client reports to it, and its withLock bodies. */
-  private groupHooks(): Pick<GroupRules, 'reportLost' | 'reportRedisError' | 'trackBody'> {
+  private groupHooks(): Pick<GroupRules, 'reportLost' | 'reportRedisError' | 'trackBody' | 'closing'> {
     return {
       reportLost: (lost) => this.emit('lockLost', lost),
       reportRedisError: (report) => this.reportRedisError(report),
       trackBody: () => this.trackBody(),
+      closing: this.closer.signal,
     };
   }
 

@@ -1,11 +1,16 @@
+import { onAbort } from './abort';
 import { ClientClosedError } from './errors';
 import type { FairLockKeys } from './keys';
 
 /**
  * This client's waiters on fair locks. A release hands the lock to the head of the queue and
  * publishes `granted\n<owner>\n<lock>` on the lock's hand-off channel (`recheck\n...` asks a
- * waiter to look again); this registry routes it to the one waiter it names, if it is this
- * client's. The watchdog keeps every queued waiter's place alive through `places()`.
+ * waiter to look again); this registry routes it to the waiter it names, if it is this client's.
+ * The watchdog keeps every queued waiter's place alive through `places()`.
+ *
+ * An owner has one place in a queue, so the waits of one owner on one lock (two calls through one
+ * handle at once) share one waiter: a grant goes to one of them, and the others look again — and
+ * re-enter, being the same owner.
  */
 export type FairWake = 'granted' | 'recheck' | 'timeout';
 
@@ -15,76 +20,77 @@ export interface FairWaiter {
   readonly keys: FairLockKeys;
   /** Set once the waiter is in the Redis queue; only then is its place refreshed. */
   queued: boolean;
+}
+
+/** One wait's hold on its owner's waiter. */
+export interface FairWait {
   sleep(ms: number, signal?: AbortSignal): Promise<FairWake>;
   release(): void;
 }
 
+interface Sleeper {
+  wake(wake: FairWake): void;
+  fail(error: unknown): void;
+}
+
 class Waiter implements FairWaiter {
   queued = false;
-  /** Settles when the waiter is released, for the same owner's next wait on this lock. */
-  readonly done: Promise<void>;
-  private settleDone!: () => void;
-  /** A wake-up that came while the waiter was not asleep (between attempts). */
+  /** Waits sharing this waiter. */
+  refs = 0;
+  private readonly sleepers: Sleeper[] = [];
+  /** A wake-up that came while nobody slept (between attempts). */
   private pending?: Exclude<FairWake, 'timeout'>;
-  private wakeSleeper?: (wake: FairWake) => void;
-  private failSleeper?: (error: unknown) => void;
 
   constructor(
     readonly name: string,
     readonly ownerId: string,
     readonly keys: FairLockKeys,
-    private readonly onRelease: (waiter: Waiter) => void,
-  ) {
-    this.done = new Promise((resolve) => (this.settleDone = resolve));
-  }
+  ) {}
 
   sleep(ms: number, signal?: AbortSignal): Promise<FairWake> {
     signal?.throwIfAborted();
     if (this.pending) {
       const wake = this.pending;
-      this.pending = undefined;
+      // A grant is taken by one wait; the others only look again.
+      this.pending = wake === 'granted' && this.refs > 1 ? 'recheck' : undefined;
       return Promise.resolve(wake);
     }
     return new Promise<FairWake>((resolve, reject) => {
       const finish = (): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.wakeSleeper = undefined;
-        this.failSleeper = undefined;
+        stopListening?.();
+        const index = this.sleepers.indexOf(sleeper);
+        if (index >= 0) this.sleepers.splice(index, 1);
       };
-      const onAbort = (): void => {
-        finish();
-        reject(signal?.reason);
+      const sleeper: Sleeper = {
+        wake: (wake) => {
+          finish();
+          resolve(wake);
+        },
+        fail: (error) => {
+          finish();
+          reject(error);
+        },
       };
-      const timer = setTimeout(() => {
-        finish();
-        resolve('timeout');
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.wakeSleeper = (wake) => {
-        finish();
-        resolve(wake);
-      };
-      this.failSleeper = (error) => {
-        finish();
-        reject(error);
-      };
+      const timer = setTimeout(() => sleeper.wake('timeout'), ms);
+      const stopListening = signal && onAbort(signal, () => sleeper.fail(signal.reason));
+      this.sleepers.push(sleeper);
     });
   }
 
   wake(wake: Exclude<FairWake, 'timeout'>): void {
-    if (this.wakeSleeper) this.wakeSleeper(wake);
-    // A grant outranks a re-check request: keep the stronger news.
-    else if (this.pending !== 'granted') this.pending = wake;
+    const [first, ...others] = this.sleepers;
+    if (!first) {
+      // A grant outranks a re-check request: keep the stronger news.
+      if (this.pending !== 'granted') this.pending = wake;
+      return;
+    }
+    first.wake(wake);
+    for (const other of others) other.wake('recheck');
   }
 
   fail(error: unknown): void {
-    this.failSleeper?.(error);
-  }
-
-  release(): void {
-    this.onRelease(this);
-    this.settleDone();
+    for (const sleeper of [...this.sleepers]) sleeper.fail(error);
   }
 }
 
@@ -97,20 +103,26 @@ export class FairWaiters {
    */
   constructor(private readonly keyPrefix = '') {}
 
-  /**
-   * Registers the waiter of `ownerId` on lock `name`. An owner waits on one fair lock once at a
-   * time (it has one place in the queue): a second wait of it starts when the first one ends.
-   */
-  async register(name: string, ownerId: string, keys: FairLockKeys): Promise<FairWaiter> {
+  /** Registers a wait of `ownerId` on lock `name` (joining the owner's waiter there, if any). */
+  register(name: string, ownerId: string, keys: FairLockKeys): FairWait {
     const key = waiterKey(name, ownerId);
-    for (let earlier = this.waiters.get(key); earlier; earlier = this.waiters.get(key)) {
-      await earlier.done;
+    let waiter = this.waiters.get(key);
+    if (!waiter) {
+      waiter = new Waiter(name, ownerId, keys);
+      this.waiters.set(key, waiter);
     }
-    const waiter = new Waiter(name, ownerId, keys, (done) => {
-      if (this.waiters.get(key) === done) this.waiters.delete(key);
-    });
-    this.waiters.set(key, waiter);
-    return waiter;
+    const own = waiter;
+    own.refs += 1;
+    let released = false;
+    return {
+      sleep: (ms, signal) => own.sleep(ms, signal),
+      release: () => {
+        if (released) return;
+        released = true;
+        own.refs -= 1;
+        if (own.refs === 0 && this.waiters.get(key) === own) this.waiters.delete(key);
+      },
+    };
   }
 
   markQueued(name: string, ownerId: string): void {
@@ -142,10 +154,8 @@ export class FairWaiters {
   }
 
   close(): void {
-    for (const waiter of [...this.waiters.values()]) {
-      waiter.fail(new ClientClosedError());
-      waiter.release();
-    }
+    for (const waiter of this.waiters.values()) waiter.fail(new ClientClosedError());
+    this.waiters.clear();
   }
 }
 

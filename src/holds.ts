@@ -60,12 +60,6 @@ export class HeldLock {
 export class HoldBook {
   private readonly entries = new Map<string, HeldLock>();
   /**
-   * Holds whose release Redis did not answer, per (lock, owner): the next unlock() of that owner
-   * (or close()) sends the same release again, with the same latch, so it counts once. Kept as
-   * long as the latch remembers a release.
-   */
-  private readonly unreleased = new Map<string, Array<{ hold: Hold; until: number }>>();
-  /**
    * A hold taken by a lock handle outside any task, or by a task, is kept only while that handle
    * or task can still release it. Once it is garbage-collected the hold is orphaned: nothing can
    * unlock it, so the watchdog must not keep it forever.
@@ -140,13 +134,11 @@ export class HoldBook {
   /**
    * Takes a hold out of the book before its release is sent — `hold`, or else the owner's newest —
    * and the whole entry with the last hold, so that no renewal is ever sent for a lock whose
-   * release is under way. A hold whose release went unanswered before comes first. The hold keeps
+   * release is under way. The hold keeps
    * its place in the owner's gate until the caller leaves it, once Redis has the release (a
    * sibling's acquisition must not overtake it).
    */
   takeForRelease(name: string, ownerId: string, hold?: Hold): Hold | undefined {
-    const retry = hold ? undefined : this.takeUnreleased(name, ownerId);
-    if (retry) return retry;
     const entry = this.get(name, ownerId);
     const index = entry ? (hold ? entry.holds.lastIndexOf(hold) : entry.holds.length - 1) : -1;
     if (!entry || index < 0) return hold;
@@ -154,43 +146,6 @@ export class HoldBook {
     if (entry.holds.length === 0) this.drop(entry);
     else this.watchExpiry(entry);
     return taken;
-  }
-
-  /** A hold whose release went unanswered, for the owner's next unlock() to send again. */
-  keepUnreleased(name: string, ownerId: string, hold: Hold, latchMs: number): void {
-    // Only after failures: forget what no latch remembers any more, so nothing piles up.
-    const now = performance.now();
-    for (const [key, list] of this.unreleased) {
-      const live = list.filter((kept) => kept.until > now);
-      if (live.length === 0) this.unreleased.delete(key);
-      else this.unreleased.set(key, live);
-    }
-    const key = bookKey(name, ownerId);
-    const list = this.unreleased.get(key) ?? [];
-    list.push({ hold, until: now + latchMs });
-    this.unreleased.set(key, list);
-  }
-
-  private takeUnreleased(name: string, ownerId: string): Hold | undefined {
-    const key = bookKey(name, ownerId);
-    const list = this.unreleased.get(key);
-    if (!list) return undefined;
-    const now = performance.now();
-    let kept = list.pop();
-    while (kept && kept.until <= now) kept = list.pop();
-    if (list.length === 0) this.unreleased.delete(key);
-    return kept?.hold;
-  }
-
-  /** Every unanswered release still worth sending again, taken out of the book (for close()). */
-  takeAllUnreleased(): Array<{ name: string; ownerId: string; hold: Hold }> {
-    const now = performance.now();
-    const all = [...this.unreleased].flatMap(([key, list]) => {
-      const [ownerId, name] = key.split('\u0000') as [string, string];
-      return list.filter((kept) => kept.until > now).map(({ hold }) => ({ name, ownerId, hold }));
-    });
-    this.unreleased.clear();
-    return all;
   }
 
   /** Every owner of this client holding `name` (for forceUnlock). */

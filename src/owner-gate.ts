@@ -1,3 +1,4 @@
+import { onAbort } from './abort';
 import type { Frame } from './owner';
 
 /**
@@ -102,7 +103,7 @@ export class OwnerGates {
       if (aborted) return reject(aborted.reason);
       const done = (): void => {
         clearTimeout(timer);
-        for (const signal of signals) signal.removeEventListener('abort', onAbort);
+        for (const stop of stops) stop();
         const index = gate.waiters.indexOf(waiter);
         if (index >= 0) gate.waiters.splice(index, 1);
         this.forgetIfIdle(gate);
@@ -115,10 +116,12 @@ export class OwnerGates {
           resolve(entry);
         },
       };
-      const onAbort = (event: Event): void => {
-        done();
-        reject((event.target as AbortSignal).reason);
-      };
+      const stops = signals.map((signal) =>
+        onAbort(signal, () => {
+          done();
+          reject(signal.reason);
+        }),
+      );
       const timer = Number.isFinite(wait.deadline)
         ? setTimeout(
             () => {
@@ -128,7 +131,6 @@ export class OwnerGates {
             Math.max(0, wait.deadline - performance.now()),
           )
         : undefined;
-      for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
       gate.waiters.push(waiter);
     });
   }

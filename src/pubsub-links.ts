@@ -134,11 +134,9 @@ class Shard {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (!this.owned) return;
-    // QUIT on a connection that is not up would wait in the offline queue for a node that may
-    // never come back (a failed master); there is nothing to flush on a pub/sub connection anyway.
-    if (this.healthy && !this.ended) await this.connection.quit().catch(() => this.connection.disconnect());
-    else this.connection.disconnect();
+    // Disconnect, not QUIT: QUIT waits for an answer that a paused server or a dead node never
+    // gives, and there is nothing to flush on a pub/sub connection.
+    if (this.owned) this.connection.disconnect();
   }
 }
 

@@ -1,4 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
+import { onAbort } from './abort';
 import { ClientClosedError } from './errors';
 import type { LinkHandlers, PubSubLink } from './pubsub-links';
 import { retryPause, settledWithin } from './timing';
@@ -30,6 +31,11 @@ import { retryPause, settledWithin } from './timing';
 const LINGER_MS = 200;
 /** Longest sleep of a waiter whose channel is not (yet, or no longer) confirmed. */
 export const UNCONFIRMED_POLL_MS = 500;
+/**
+ * How long a waiter waits for its SUBSCRIBE to be confirmed before it goes on without (polling):
+ * a healthy server confirms within a round trip, and a wait must not spend its budget here.
+ */
+const CONFIRM_WAIT_MS = 250;
 
 type WakeReason = 'message' | 'timeout';
 
@@ -53,6 +59,8 @@ interface ChannelState {
   ready: Promise<unknown>;
   /** A waiter went on before the channel was confirmed: every waiter re-checks once it is. */
   handedOutUnconfirmed: boolean;
+  /** That was reported (see SubscriberHooks.onSubscribeFailed), once until it is confirmed. */
+  reportedUnconfirmed: boolean;
   /** Failed SUBSCRIBEs in a row, for the pause before the next. */
   failures: number;
   retry?: NodeJS.Timeout;
@@ -128,8 +136,9 @@ export class Subscriber {
   }
 
   /**
-   * Takes a hold on `channel`, waiting up to `budget` ms for its SUBSCRIBE to be confirmed. Past
-   * that the hold is handed out anyway, not listening yet (see the class comment).
+   * Takes a hold on `channel`, waiting a moment (CONFIRM_WAIT_MS, within `budget`) for its SUBSCRIBE
+   * to be confirmed. Past that the hold is handed out anyway, not listening yet (see the class
+   * comment), and the delay is reported.
    */
   async subscribe(name: string, options: SubscribeOptions): Promise<Subscription> {
     this.throwIfClosed();
@@ -140,13 +149,25 @@ export class Subscriber {
     clearTimeout(state.linger);
     this.ensureSubscribed(channel, state);
     try {
-      if (!state.confirmed) await settledWithin(state.ready, options.budget, options.signal);
+      if (!state.confirmed) {
+        await settledWithin(state.ready, Math.min(options.budget, CONFIRM_WAIT_MS), options.signal);
+      }
       this.throwIfClosed();
     } catch (error) {
       this.unref(channel, state);
       throw error;
     }
-    if (!state.confirmed) state.handedOutUnconfirmed = true;
+    if (!state.confirmed) {
+      state.handedOutUnconfirmed = true;
+      if (!state.reportedUnconfirmed) {
+        state.reportedUnconfirmed = true;
+        const error = new Error(
+          `SUBSCRIBE ${channel} not confirmed within ${CONFIRM_WAIT_MS} ms (pub/sub connection not ready); ` +
+            `waiters look again every ${UNCONFIRMED_POLL_MS} ms until it is`,
+        );
+        this.hooks.onSubscribeFailed(channel, error, UNCONFIRMED_POLL_MS);
+      }
+    }
     let released = false;
     return {
       get listening() {
@@ -186,6 +207,7 @@ export class Subscriber {
         queue: settled,
         ready: settled,
         handedOutUnconfirmed: false,
+        reportedUnconfirmed: false,
         failures: 0,
         sleepers: [],
         permits: 0,
@@ -212,6 +234,7 @@ export class Subscriber {
         if (!current()) return;
         state.confirmed = true;
         state.failures = 0;
+        state.reportedUnconfirmed = false;
         if (state.handedOutUnconfirmed) {
           state.handedOutUnconfirmed = false;
           this.recheck(state);
@@ -278,7 +301,7 @@ export class Subscriber {
     return new Promise<WakeReason>((resolve, reject) => {
       const finish = (): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        stopListening?.();
         const index = state.sleepers.indexOf(sleeper);
         if (index >= 0) state.sleepers.splice(index, 1);
       };
@@ -292,9 +315,8 @@ export class Subscriber {
           reject(error);
         },
       };
-      const onAbort = (): void => sleeper.fail(signal?.reason);
       const timer = setTimeout(() => sleeper.wake('timeout'), delay);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const stopListening = signal && onAbort(signal, () => sleeper.fail(signal.reason));
       state.sleepers.push(sleeper);
     });
   }

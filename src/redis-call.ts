@@ -1,3 +1,4 @@
+import { onAbort } from './abort';
 import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
 import type { RedisConnection } from './redis';
 
@@ -22,13 +23,21 @@ export interface CallLimits<T> {
   budget?: number;
   /** Aborting it settles the call at once with the signal's reason. */
   signal?: AbortSignal;
-  /** Receives an answer that arrived after the call settled without it (timeout, abort, close). */
-  onLate?: (value: T) => void;
+  /**
+   * Learns what became of a command the caller could not use: it answered after the call settled
+   * without it (timeout, abort, close), or it failed in a way that does not say whether it ran
+   * (ioredis' own commandTimeout, a connection that closed after the command was written and will
+   * not re-send it). A command that was never sent, or that Redis refused, has no fate to learn.
+   */
+  onOrphaned?: (fate: Fate<T>) => void;
   /** Calls of one lane go out one at a time: a call waits until the previous one was answered. */
   lane?: Lane;
   /** A wait's call: close() settles it at once with ClientClosedError. */
   endsWithClose?: boolean;
 }
+
+/** What became of an orphaned command: it ran and answered `value`, or nobody can tell. */
+export type Fate<T> = { ran: true; value: T } | { ran: 'unknown' };
 
 /**
  * One waiter's calls. A waiter whose attempt went unanswered (a paused server) sends its next
@@ -108,23 +117,46 @@ export class RedisCalls {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       let waitingForReady: (() => void) | undefined;
+      /** The command went out: from then on, giving up on it leaves a fate to learn. */
+      let dispatched = false;
+      let fateKnown = false;
+      let grace: NodeJS.Timeout | undefined;
+      let answered: (() => void) | undefined;
+      /** What became of a dispatched command, learned once: to onOrphaned, and to the lane. */
+      const learn = (fate: Fate<T> | undefined): void => {
+        if (fateKnown) return;
+        fateKnown = true;
+        clearTimeout(grace);
+        answered?.();
+        if (fate && settledWithoutIt) limits.onOrphaned?.(fate);
+      };
+      let settledWithoutIt = false;
       const finish = (): boolean => {
         if (settled) return false;
         settled = true;
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        stopListening?.();
         if (waitingForReady) this.readyWaiters.delete(waitingForReady);
         this.pending.delete(call);
         return true;
       };
       const call: PendingCall = {
         fail: (error) => {
-          if (finish()) reject(error);
+          if (!finish()) return;
+          reject(error);
+          if (dispatched && !fateKnown) {
+            settledWithoutIt = true;
+            // A command that never settles (a reset connection that ioredis does not re-send)
+            // counts as "unknown" after one more commandTimeout.
+            if (limits.onOrphaned || lane) {
+              grace = setTimeout(() => learn({ ran: 'unknown' }), this.commandTimeout);
+              grace.unref();
+            }
+          }
         },
         endsWithClose: limits.endsWithClose === true,
       };
       const fail = (error: unknown): void => call.fail(asLockError(error, lock, operation));
-      const onAbort = (): void => call.fail(signal?.reason);
       const timer = setTimeout(() => {
         const status = this.status();
         const detail =
@@ -133,7 +165,7 @@ export class RedisCalls {
             : `Redis was not reachable within ${Math.round(budget)} ms (connection ${status})`;
         fail(new RedisUnavailableError(lock, operation, detail));
       }, budget);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const stopListening = signal && onAbort(signal, () => call.fail(signal.reason));
       this.pending.add(call);
 
       const dispatch = (): void => {
@@ -150,23 +182,32 @@ export class RedisCalls {
         } catch (error) {
           return fail(error);
         }
+        dispatched = true;
         if (lane) {
-          lane.unanswered = sent;
-          const answered = (): void => {
-            if (lane.unanswered === sent) lane.unanswered = undefined;
-          };
-          sent.then(answered, answered);
+          const unanswered = new Promise<void>((resolveAnswered) => (answered = resolveAnswered));
+          lane.unanswered = unanswered;
+          void unanswered.then(() => {
+            if (lane.unanswered === unanswered) lane.unanswered = undefined;
+          });
         }
         sent.then(
           (value) => {
             if (finish()) resolve(value);
-            else limits.onLate?.(value);
+            learn({ ran: true, value });
           },
           (error: unknown) => {
             // The connection dropped between the check and the write: wait for it again.
             if (!settled && isNotWritable(error) && this.status() !== 'ready') {
+              dispatched = false;
+              learn(undefined);
               waitingForReady = this.whenReady(dispatch, fail);
-            } else fail(error);
+              return;
+            }
+            // Written, then cut off or timed out by ioredis: it may run yet, or have run.
+            const ambiguous = mayHaveRun(error);
+            if (!settled && ambiguous) settledWithoutIt = true;
+            fail(error);
+            learn(ambiguous ? { ran: 'unknown' } : undefined);
           },
         );
       };
@@ -221,4 +262,13 @@ export class RedisCalls {
 
 function isNotWritable(error: unknown): boolean {
   return error instanceof Error && /Stream isn't writeable/.test(error.message);
+}
+
+/**
+ * Whether a command ioredis failed may still have run: every failure but Redis' own answer (a
+ * ReplyError: it ran, and refused) and a command that was never written (not writeable).
+ */
+function mayHaveRun(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.name !== 'ReplyError' && !isNotWritable(error) && !(error instanceof ConnectionEnded);
 }

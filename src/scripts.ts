@@ -56,7 +56,10 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
   };
 }
 
-/** Returns null when acquired or re-entered, else the holder's remaining ttl (ms, -1 = no expiry). */
+/**
+ * Returns null when acquired or re-entered, else the holder's remaining ttl (ms, -1 = no expiry),
+ * or -3 when the request was withdrawn before it ran.
+ */
 export const acquireLock = defineScript<
   [lock: string, holdLatch: string],
   [leaseMs: number, ownerId: string],
@@ -138,3 +141,17 @@ export const refreshFairPlaces = defineScript<string[], ScriptArg[], number[]>('
 export const announceClient = defineScript<[entry: string], [lifetimeMs: number, ...facts: string[]], 1>(
   'client/announce.lua',
 );
+
+/** Returns 1 when the withdrawn request had taken a hold and it is released now, else 0. */
+export const withdrawLock = defineScript<
+  [lock: string, channel: string, holdLatch: string],
+  [ownerId: string, latchMs: number, message: string, publish: PublishCommand],
+  0 | 1
+>('lock/withdraw.lua');
+
+/** Returns 1 when the withdrawn request had taken a hold and it is released now, else 0. */
+export const withdrawFairLock = defineScript<
+  [...FairKeys, holdLatch: string],
+  [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand],
+  0 | 1
+>('fair/withdraw.lua');

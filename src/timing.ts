@@ -1,3 +1,5 @@
+import { onAbort } from './abort';
+
 /** Small timing helpers shared by the wait loop, the pub/sub layer and the group locks. */
 
 /** Pauses between tries after a passing failure: doubling from the first to the last. */
@@ -10,10 +12,7 @@ export function retryPause(n: number): number {
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
-/**
- * Sleeps `ms`; rejects with a signal's reason as soon as one of `signals` aborts. Listening costs
- * an entry on each signal, so this is for the unusual paths (after failures), not every wait.
- */
+/** Sleeps `ms`; rejects with a signal's reason as soon as one of `signals` aborts. */
 export function pauseFor(ms: number, signals: Array<AbortSignal | undefined>): Promise<void> {
   const present = signals.filter((signal): signal is AbortSignal => signal !== undefined);
   return new Promise((resolve, reject) => {
@@ -21,17 +20,18 @@ export function pauseFor(ms: number, signals: Array<AbortSignal | undefined>): P
     if (aborted) return reject(aborted.reason);
     const done = (): void => {
       clearTimeout(timer);
-      for (const signal of present) signal.removeEventListener('abort', onAbort);
-    };
-    const onAbort = (event: Event): void => {
-      done();
-      reject((event.target as AbortSignal).reason);
+      for (const stop of stops) stop();
     };
     const timer = setTimeout(() => {
       done();
       resolve();
     }, ms);
-    for (const signal of present) signal.addEventListener('abort', onAbort, { once: true });
+    const stops = present.map((signal) =>
+      onAbort(signal, () => {
+        done();
+        reject(signal.reason);
+      }),
+    );
   });
 }
 
@@ -47,16 +47,17 @@ export function settledWithin(work: Promise<unknown>, ms: number, signal?: Abort
       if (done) return false;
       done = true;
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      stopListening?.();
       return true;
-    };
-    const onAbort = (): void => {
-      if (finish()) reject(signal?.reason);
     };
     const timer = setTimeout(() => {
       if (finish()) resolve(false);
     }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const stopListening =
+      signal &&
+      onAbort(signal, () => {
+        if (finish()) reject(signal.reason);
+      });
     const settled = (): void => {
       if (finish()) resolve(true);
     };

@@ -1,3 +1,4 @@
+import { RedisUnavailableError } from './errors';
 import { isPassing } from './redis-call';
 import { pauseFor, retryPause } from './timing';
 
@@ -117,7 +118,7 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
       if (ttl === null) return (outcome = 'attempt');
       const left = timeLeft();
       if (left <= 0) {
-        if (failure !== undefined) throw failure;
+        if (failure !== undefined) throw outOfTime(failure, plan.waitTime);
         return false;
       }
       if (failure !== undefined) {
@@ -158,4 +159,18 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
     }
     return ttl;
   }
+}
+
+/**
+ * The error of a wait whose time ran out on a Redis failure: it names the wait, not only its last
+ * call (whose budget was just what was left of the wait).
+ */
+function outOfTime(failure: unknown, waitTime: number): unknown {
+  if (!(failure instanceof RedisUnavailableError)) return failure;
+  return new RedisUnavailableError(
+    failure.lockName,
+    'acquire',
+    `Redis was unreachable or too slow for the whole ${waitTime} ms wait (last: ${failure.message})`,
+    { cause: failure },
+  );
 }

@@ -116,19 +116,33 @@ export class Watchdog {
   private async renew(batch: HeldLock[]): Promise<boolean> {
     const sentAt = performance.now();
     for (const entry of batch) entry.renewing = true;
+    // A renewal that answers after it was given up still ran: the leases it renewed last that long.
+    const extend = (renewed: number[]): void =>
+      batch.forEach((entry, i) => {
+        if (renewed[i] === 1 && this.book.isCurrent(entry) && entry.byWatchdog) {
+          entry.leaseEnd = Math.max(entry.leaseEnd, sentAt + this.options.timeout);
+        }
+      });
     try {
-      const renewed = await this.calls.run(batchName(batch.map((entry) => entry.name)), 'renew', () =>
-        renewLocks(
-          this.redis,
-          batch.map((entry) => entry.name),
-          [this.options.timeout, ...batch.map((entry) => entry.ownerId)],
-        ),
+      const renewed = await this.calls.run(
+        batchName(batch.map((entry) => entry.name)),
+        'renew',
+        () =>
+          renewLocks(
+            this.redis,
+            batch.map((entry) => entry.name),
+            [this.options.timeout, ...batch.map((entry) => entry.ownerId)],
+          ),
+        {
+          onOrphaned: (fate) => {
+            if (fate.ran === true) extend(fate.value);
+          },
+        },
       );
+      extend(renewed);
       batch.forEach((entry, i) => {
         if (!this.book.isCurrent(entry) || !entry.byWatchdog) return;
-        if (renewed[i] === 1) {
-          entry.leaseEnd = Math.max(entry.leaseEnd, sentAt + this.options.timeout);
-        } else {
+        if (renewed[i] !== 1) {
           this.book.lose(
             entry,
             'renewal-refused',

@@ -27,6 +27,8 @@ const OPTION_SETS: Array<[string, RedisOptions]> = [
   ['maxRetriesPerRequest: null', { maxRetriesPerRequest: null }],
   ['maxRetriesPerRequest: 1', { maxRetriesPerRequest: 1 }],
   ['enableOfflineQueue: false', { enableOfflineQueue: false }],
+  // ioredis then fails a command itself, yet the command may run later: what it took is given back.
+  ['ioredis commandTimeout: 500', { commandTimeout: 500 }],
 ];
 
 function expectUnavailable(outcome: { error?: unknown; value?: unknown }, lockName: string): void {
@@ -96,7 +98,11 @@ describe.each(OPTION_SETS)('time budgets with %s', (label, ioredisOptions) => {
   test('server paused: waits end within their budget, and what lands after it is given back', async () => {
     const locks = await client();
     const admin = server.connect();
+    // A lock whose holder is told its release failed, while the release itself runs on resume.
+    const released = locks.getLock('b-pause-release');
+    await released.lock();
     server.freeze();
+    const releasing = timed(released.unlock());
     let outcomes: Array<Awaited<ReturnType<typeof timed<unknown>>>>;
     try {
       outcomes = await Promise.all([
@@ -108,6 +114,7 @@ describe.each(OPTION_SETS)('time budgets with %s', (label, ioredisOptions) => {
     } finally {
       server.thaw();
     }
+    expectUnavailable(await releasing, 'b-pause-release');
     reportFault(`server paused (${label})`, {
       tryLockMs: outcomes[0]!.ms,
       withLockMs: outcomes[1]!.ms,
@@ -121,9 +128,15 @@ describe.each(OPTION_SETS)('time budgets with %s', (label, ioredisOptions) => {
     // The attempts ran when the server resumed: each grant nobody waited for is given back.
     await eventually(
       'no phantom hold',
-      async () => (await admin.exists('b-pause', 'b-pause-with', 'b-pause-fair', 'b-pause-once')) === 0,
+      async () =>
+        (await admin.exists('b-pause', 'b-pause-with', 'b-pause-fair', 'b-pause-once', 'b-pause-release')) ===
+        0,
       5_000,
     );
+    // The same handle takes it again, and its next unlock() releases that hold, not the old one.
+    await released.lock();
+    await released.unlock();
+    expect(await admin.exists('b-pause-release')).toBe(0);
   }, 20_000);
 
   test('lock() rides out a restart, acquires once Redis is back, and reports the outage meanwhile', async () => {
@@ -235,6 +248,117 @@ describe('time budgets, other faults', () => {
     const outcome = await waiting;
     reportFault('restarted mid-wait', { waitMs: outcome.ms });
     expect(outcome.value).toBe(true);
+  }, 20_000);
+
+  test('a reply lost to a reset connection that ioredis does not re-send: nothing stays held', async () => {
+    const { proxy } = await redis.clientThroughProxy();
+    const connection = redis.server().connect({ port: proxy.port, autoResendUnfulfilledCommands: false });
+    const client = redis.client({ commandTimeout: COMMAND_TIMEOUT }, connection);
+    await client.getLock('cut-warm').withLock(() => undefined);
+    const outcome = await timed(proxy.loseReplyOf(() => client.getLock('cut').tryLock()));
+    expectUnavailable(outcome, 'cut');
+    await eventually('given back', async () => (await redis.admin().exists('cut')) === 0, 5_000);
+  }, 20_000);
+
+  test('a server slower than commandTimeout: lock() takes the grant that comes late, and holds it', async () => {
+    const { client, proxy } = await redis.clientThroughProxy({ commandTimeout: COMMAND_TIMEOUT });
+    await client.getLock('slow-warm').withLock(() => undefined);
+    proxy.delayReplies(1_500);
+    const lock = client.getLock('slow-lock');
+    const outcome = await timed(lock.lock());
+    proxy.delayReplies(0);
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.ms).toBeLessThan(6_000);
+    await sleep(1_600);
+    expect(await redis.admin().hlen('slow-lock')).toBe(1);
+    expect(Object.values(await redis.admin().hgetall('slow-lock'))).toEqual(['1']);
+    await lock.unlock();
+    expect(await redis.admin().exists('slow-lock')).toBe(0);
+  }, 20_000);
+
+  test('renewals answered late still count: no lease is reported lost while Redis renews it', async () => {
+    const { client, proxy } = await redis.clientThroughProxy({ commandTimeout: 500, watchdogTimeout: 3_000 });
+    const lost: string[] = [];
+    client.on('lockLost', (event) => lost.push(event.code));
+    const lock = client.getLock('late-renewals');
+    await lock.lock();
+    proxy.delayReplies(800);
+    await sleep(5_000);
+    proxy.delayReplies(0);
+    expect(lost).toEqual([]);
+    expect(await redis.admin().pttl('late-renewals')).toBeGreaterThan(0);
+  }, 20_000);
+
+  test('getToken() keeps the time budget too', async () => {
+    const { client, proxy } = await redis.clientThroughProxy({ commandTimeout: COMMAND_TIMEOUT });
+    const fenced = client.getFencedLock('token-budget');
+    await fenced.tryLockAndGetToken();
+    proxy.delayReplies(3_000);
+    const outcome = await timed(fenced.getToken());
+    expectUnavailable(outcome, 'token-budget');
+    expect(outcome.ms).toBeLessThan(COMMAND_TIMEOUT + SLACK_MS);
+  }, 20_000);
+
+  test('two waits through one fair-lock handle share its place: each keeps its own time and signal', async () => {
+    const holder = redis.client();
+    const client = redis.client();
+    const held = holder.getFairLock('shared-place');
+    await held.lock();
+    const handle = client.getFairLock('shared-place');
+    const long = timed(handle.tryLock(6_000));
+    await sleep(50);
+    const [short, aborted] = await Promise.all([
+      timed(handle.tryLock(300)),
+      timed(handle.tryLock({ waitTime: 5_000, signal: AbortSignal.timeout(250) })),
+    ]);
+    expect(short.value).toBe(false);
+    expect(short.ms).toBeLessThan(300 + SLACK_MS);
+    expect(aborted.error).toMatchObject({ name: 'TimeoutError' });
+    expect(aborted.ms).toBeLessThan(250 + SLACK_MS);
+    await held.unlock();
+    expect((await long).value).toBe(true);
+  }, 20_000);
+
+  test('a pub/sub connection that cannot connect: waits go on by looking again, and it is reported', async () => {
+    const gone = await startRedis();
+    await gone.stop();
+    const deadPort = gone.port;
+    const errors: string[] = [];
+    const subscriber = redis
+      .server()
+      .connect({ port: deadPort, lazyConnect: true, retryStrategy: () => 200 });
+    const client = redis.client({ subscriber });
+    client.on('redisError', (event) => errors.push(event.operation));
+    const free = await timed(client.getFairLock('no-pubsub').tryLock(2_000));
+    expect(free.value).toBe(true);
+    expect(free.ms).toBeLessThan(1_000);
+    const holder = redis.client();
+    const held = holder.getLock('no-pubsub-2');
+    await held.lock(600);
+    const waited = await timed(client.getLock('no-pubsub-2').tryLock(3_000));
+    expect(waited.value).toBe(true);
+    expect(waited.ms).toBeLessThan(600 + 1_000);
+    expect(errors).toContain('subscribe');
+  }, 20_000);
+
+  test('close() while Redis is paused resolves within its budget', async () => {
+    const server = await startRedis();
+    const client = new LockClient(server.connect(), { commandTimeout: COMMAND_TIMEOUT });
+    try {
+      const holder = new LockClient(server.connect());
+      await holder.getLock('paused-close').lock();
+      const waiting = client.getLock('paused-close').lock();
+      waiting.catch(() => undefined);
+      await sleep(100);
+      server.freeze();
+      const closing = await timed(client.close({ timeout: 0 }));
+      expect(closing.ms).toBeLessThan(COMMAND_TIMEOUT + SLACK_MS);
+      server.thaw();
+      await holder.close();
+    } finally {
+      server.thaw();
+      await server.stop();
+    }
   }, 20_000);
 
   test('the default commandTimeout is 3 s', async () => {

@@ -12,7 +12,8 @@
   ARGV[4]  mode: 'try' (never queue), 'first' (queue when it must wait), 'queued' (already queued)
   ARGV[5]  'publish', or 'spublish' when notifications are sharded
   Returns  nil when acquired, re-entered or handed the lock; otherwise the holder's ttl in ms
-           (-1: no expiry), the longest the caller should sleep before trying again
+           (-1: no expiry), the longest the caller should sleep before trying again; -3 when the
+           request was withdrawn before it ran (see fair/withdraw.lua)
 ]]
 --@include include/holds.lua
 --@include include/fair-queue.lua
@@ -23,17 +24,21 @@ local lease, owner, mode = tonumber(ARGV[1]), ARGV[2], ARGV[4]
 local now = server_now()
 purge_dead(queue, deadlines, now)
 
-if redis.call('exists', latch) == 1 then
+local state = redis.call('get', latch)
+if state then
+  if state == 'w' then return -3 end
   return nil
 end
 
 -- A release handed us the lock while we waited (and its message may have been lost): take it.
+-- The latch marks it as this request's hold, so that a withdrawal can give it back.
 if mode == 'queued' and redis.call('get', marker) == owner and redis.call('hexists', lock, owner) == 1 then
   redis.call('del', marker)
   if lease < redis.call('pttl', lock) then
     recheck_head(lock, queue, channel)
   end
   redis.call('pexpire', lock, lease)
+  redis.call('set', latch, 'a', 'px', lease)
   return nil
 end
 

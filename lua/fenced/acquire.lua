@@ -7,7 +7,7 @@
   ARGV[1]  lease in ms
   ARGV[2]  owner id
   Returns  {1, token} when acquired or re-entered; {0, ttl} when another owner holds the lock
-           (ttl in ms, -1: no expiry)
+           (ttl in ms, -1: no expiry); {0, -3} when the request was withdrawn before it ran
 
   Tokens never go backwards, even when Redis lost the counter (a restart without persistence): a
   new token is the counter + 1 or the server's clock in microseconds, whichever is larger. Every
@@ -19,6 +19,8 @@
 
 local replay = redis.call('get', KEYS[2])
 if replay then
+  -- Withdrawn before it ran (see lock/withdraw.lua): take nothing.
+  if replay == 'w' then return {0, -3} end
   return {1, tonumber(string.sub(replay, 3))}
 end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then

@@ -3,8 +3,9 @@
   script says "--@include include/holds.lua".
 
   A latch key belongs to one hold: acquire writes 'a' when the hold is granted, release writes 'r0'
-  or 'r1' (its answer) when the hold is released. ioredis re-sends a command whose reply a reconnect
-  lost, so a script may run twice for one request; the latch makes the second run change nothing.
+  or 'r1' (its answer) when the hold is released, a withdrawal 'w' when the request was given up
+  before it ran. ioredis re-sends a command whose reply a reconnect lost, so a script may run twice
+  for one request; the latch makes the second run change nothing.
 ]]
 
 -- The answer a release already gave for this hold, or nil when it has not run yet.

@@ -2,7 +2,7 @@ import { LockNotHeldError, LockNotReplicatedError, LockTimeoutError } from '../e
 import type { Hold, Reopen } from '../holds';
 import { holdLatchKey, homeSlot } from '../keys';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runInCurrentOrNewTask, runInFrame } from '../owner';
-import { isPassing, type CallLimits, type Lane } from '../redis-call';
+import { isPassing, type CallLimits, type Fate, type Lane } from '../redis-call';
 import { renewLocks } from '../scripts';
 import { retryPause } from '../timing';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
@@ -11,6 +11,9 @@ import type { LockContext } from './context';
 import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
 type GiveUp = (owner: string) => Promise<unknown>;
+
+/** What an attempt answers without being sent, when an earlier one's late grant was adopted. */
+const ADOPTED = Symbol('adopted');
 
 /** A lock kind's constructor, as every kind has it. */
 type LockKind = new (context: LockContext, name: string) => BaseLock;
@@ -83,6 +86,11 @@ export abstract class BaseLock implements RLock {
   ): Promise<number | null>;
   /** 1 when the owner's last hold is gone, 0 when it still holds, null when it held nothing. */
   protected abstract release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null>;
+  /**
+   * Withdraws the acquire request of `latch`, whose outcome its caller never learned: releases the
+   * hold it took, or makes sure a copy of it that runs later takes none.
+   */
+  protected abstract withdraw(owner: string, latch: string, latchMs: number): Promise<unknown>;
   protected abstract forceRelease(): Promise<boolean>;
   /** Where this owner's wake-ups come from while it waits; ready within the limits' budget. */
   protected abstract openWakeSource(owner: string, limits: StepLimits): Promise<WakeSource>;
@@ -124,9 +132,9 @@ export abstract class BaseLock implements RLock {
   }
 
   /**
-   * Releases `hold` of `owner`, or its newest (unlock() without the replica check). A release that
-   * Redis did not answer keeps its hold aside: unlock() again sends the same release (its latch
-   * makes it count once), and close() sends it too.
+   * Releases `hold` of `owner`, or its newest (unlock() without the replica check). A release whose
+   * outcome Redis never told is sent again in the background until it answers (its latch makes it
+   * count once), so that the hold does not stay for its whole lease.
    */
   private async releaseHold(owner: string, hold?: Hold): Promise<void> {
     const { book } = this.context;
@@ -135,11 +143,19 @@ export abstract class BaseLock implements RLock {
     const taken = book.takeForRelease(this.name, owner, hold);
     const latch = taken?.latch ?? this.newLatch();
     const latchMs = this.latchLifetime(taken);
+    const resend = (): void => {
+      if (taken) void this.retry('release', latchMs, () => this.release(owner, latch, latchMs));
+    };
     let result: 0 | 1 | null;
     try {
-      result = await this.call('release', () => this.release(owner, latch, latchMs));
+      result = await this.call('release', () => this.release(owner, latch, latchMs), {
+        onOrphaned: (fate) => {
+          if (fate.ran === 'unknown') resend();
+        },
+      });
     } catch (error) {
-      if (taken && isPassing(error)) book.keepUnreleased(this.name, owner, taken, latchMs);
+      // Not answered in time: it may still run, or never; sending it again settles which.
+      if (isPassing(error)) resend();
       throw error;
     } finally {
       if (taken) this.context.gates.leave(taken.entry);
@@ -351,25 +367,49 @@ export abstract class BaseLock implements RLock {
     /** This wait's attempts go out one at a time (see Lane). */
     const lane: Lane = {};
     let granted: { latch: string; sentAt: number } | undefined;
+    let waiting = true;
+    /**
+     * An attempt the wait gave up on (no answer in time, ioredis timed it out, the connection cut
+     * it off). If it turns out to have acquired while this wait still waits, the hold is the wait's:
+     * it is adopted, and the next attempt is not sent. Otherwise it is withdrawn, so that whatever
+     * it took, or would take when it runs later, is given back.
+     */
+    const orphaned = (fate: Fate<number | null>, latch: string, sentAt: number): void => {
+      if (fate.ran === true && fate.value !== null) return;
+      if (fate.ran === true && waiting && !granted) {
+        granted = { latch, sentAt };
+        return;
+      }
+      void this.retry('withdraw', leaseMs, () => this.withdraw(owner, latch, leaseMs));
+    };
     let outcome: Awaited<ReturnType<typeof acquireOrWait>>;
     try {
       outcome = await acquireOrWait({
         attempt: async (kind, limits) => {
+          if (granted) return null;
           const latch = this.newLatch();
           const sentAt = performance.now();
-          const ttl = await this.call('acquire', () => this.attempt(owner, leaseMs, latch, kind), {
-            ...limits,
-            lane,
-            endsWithClose: true,
-            // Answered after the caller stopped waiting for it: nobody takes this hold, give it back.
-            onLate: (late) => {
-              if (late === null) void this.giveBack(owner, latch, leaseMs);
+          const ttl = await this.call<number | null | typeof ADOPTED>(
+            'acquire',
+            // An earlier attempt's late grant may have been adopted while this one waited its turn.
+            () => (granted ? Promise.resolve(ADOPTED) : this.attempt(owner, leaseMs, latch, kind)),
+            {
+              ...limits,
+              lane,
+              endsWithClose: true,
+              onOrphaned: (fate) => orphaned(fate as Fate<number | null>, latch, sentAt),
             },
-          });
+          );
+          if (ttl === ADOPTED) return null;
           if (ttl === null) granted = { latch, sentAt };
           return ttl;
         },
-        undoGrant: () => (granted ? this.giveBack(owner, granted.latch, leaseMs) : Promise.resolve()),
+        undoGrant: () =>
+          granted
+            ? this.retry('withdraw', leaseMs, () =>
+                this.withdraw(owner, (granted as { latch: string }).latch, leaseMs),
+              )
+            : Promise.resolve(),
         openWakeSource: (limits) => this.openWakeSource(owner, limits),
         wakeSourceFirst: this.wakeSourceFirst,
         giveUp:
@@ -387,10 +427,14 @@ export abstract class BaseLock implements RLock {
       });
     } catch (error) {
       context.gates.leave(entry);
+      this.withdrawAdopted(owner, granted?.latch, leaseMs);
       throw error;
+    } finally {
+      waiting = false;
     }
     if (!outcome) {
       context.gates.leave(entry);
+      this.withdrawAdopted(owner, granted?.latch, leaseMs);
       return false;
     }
     let { latch, sentAt } = granted ?? { latch: this.newLatch(), sentAt: performance.now() };
@@ -417,16 +461,22 @@ export abstract class BaseLock implements RLock {
     return { hold, token };
   }
 
+  /** A late grant adopted just as the wait ended without the lock (time out, error): give it back. */
+  private withdrawAdopted(owner: string, latch: string | undefined, leaseMs: number): void {
+    if (latch !== undefined) void this.retry('withdraw', leaseMs, () => this.withdraw(owner, latch, leaseMs));
+  }
+
   /**
-   * Gives back a hold nobody will use (granted after its caller stopped waiting). Redis may be the
-   * reason the caller stopped, so this keeps trying through passing failures until the hold would
-   * have expired anyway; its latch makes repeated tries count once. Runs in the background.
+   * Sends `send` until Redis answers it, in the background: a withdrawal or a release whose first
+   * try went unanswered. Through passing failures it keeps trying until `lifetimeMs` has passed
+   * (by then the hold would have expired anyway, and its latch with it); its latch makes repeated
+   * tries count once.
    */
-  private async giveBack(owner: string, latch: string, leaseMs: number): Promise<void> {
-    const until = performance.now() + leaseMs;
+  private async retry(operation: string, lifetimeMs: number, send: () => Promise<unknown>): Promise<void> {
+    const until = performance.now() + lifetimeMs;
     for (let tries = 1; ; tries += 1) {
       try {
-        await this.call('giveBack', () => this.release(owner, latch, leaseMs));
+        await this.call(operation, send);
         return;
       } catch (error) {
         if (!isPassing(error)) return;

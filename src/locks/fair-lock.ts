@@ -5,10 +5,10 @@ import {
   forceReleaseFairLock,
   leaveFairQueue,
   releaseFairLock,
+  withdrawFairLock,
   type FairKeys,
   type PublishCommand,
 } from '../scripts';
-import type { FairWaiter } from '../fair-waiters';
 import { UNCONFIRMED_POLL_MS } from '../pubsub';
 import type { AttemptKind, StepLimits, WakeSource } from '../wait';
 import { BaseLock } from './base-lock';
@@ -64,6 +64,15 @@ export class FairLock extends BaseLock {
     );
   }
 
+  protected async withdraw(owner: string, latch: string, latchMs: number): Promise<unknown> {
+    const publish = await this.context.publishCommand();
+    return withdrawFairLock(
+      this.context.redis,
+      [...this.queueKeys, latch],
+      [owner, latchMs, this.context.fairLockWaitTimeout, publish],
+    );
+  }
+
   protected async forceRelease(): Promise<boolean> {
     const args: [number, PublishCommand] = [
       this.context.fairLockWaitTimeout,
@@ -77,19 +86,12 @@ export class FairLock extends BaseLock {
    * channel, subscribed while this client has waiters on the lock (one subscription for all of
    * them; a message names the owner it is for). While the channel is not confirmed (Redis
    * unreachable) the waiter looks again every UNCONFIRMED_POLL_MS, so a grant whose message went
-   * unheard is still taken. One owner waits on one fair lock at a time: a second wait of the same
-   * owner starts when the first ends (and then re-enters, or waits its turn).
+   * unheard is still taken. Two waits of one owner on the lock share its place (see FairWaiters).
    */
   protected async openWakeSource(owner: string, limits: StepLimits): Promise<WakeSource> {
     const subscriber = await this.context.subscriber(this.name, limits);
     const subscription = await subscriber.subscribe(this.keys.handoffChannel, { ...limits, addressed: true });
-    let waiter: FairWaiter;
-    try {
-      waiter = await this.context.fairWaiters.register(this.name, owner, this.keys);
-    } catch (error) {
-      subscription.release();
-      throw error;
-    }
+    const waiter = this.context.fairWaiters.register(this.name, owner, this.keys);
     return {
       sleep: (ms, signal) =>
         waiter.sleep(subscription.listening ? ms : Math.min(ms, UNCONFIRMED_POLL_MS), signal),

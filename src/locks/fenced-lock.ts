@@ -33,8 +33,8 @@ export class FencedLock extends ReentrantLock implements RFencedLock {
   }
 
   async getToken(): Promise<number | null> {
-    this.context.closing.throwIfAborted();
-    const token = await this.context.redis.get(this.tokenKey);
+    this.context.closed.throwIfAborted();
+    const token = await this.call('getToken', () => this.context.redis.get(this.tokenKey));
     return token === null || token === undefined ? null : Number(token);
   }
 

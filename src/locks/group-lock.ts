@@ -1,4 +1,4 @@
-import { LockLostError, LockNotHeldError, LockTimeoutError } from '../errors';
+import { LockLostError, LockTimeoutError, RedisUnavailableError } from '../errors';
 import type { LostLease } from '../holds';
 import { Frame, runInCurrentOrNewTask, runInFrame } from '../owner';
 import { isPassing } from '../redis-call';
@@ -10,6 +10,7 @@ import {
   parseLockOptions as parseOptions,
 } from '../validate';
 import { BaseLock } from './base-lock';
+import { quorumAtLeast, quorumDeleted, quorumReleased, quorumSaysYes } from './quorum';
 import type { RedisErrorReport } from './context';
 import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
@@ -30,12 +31,6 @@ export interface GroupRules {
   /** How many members must be held for the group to be held. */
   quorum: number;
   /**
-   * Whether queries count a member that fails with an error (its server is down, slow, refusing)
-   * as a "no" (RedLock), instead of failing (MultiLock). Acquiring always counts it as not taken:
-   * the quorum decides.
-   */
-  memberErrorsAreFailures: boolean;
-  /**
    * Time the quorum must still have after it was reached (RedLock's validity check): the lease
    * minus the time taking it took minus the clocks' drift. Null: no check.
    */
@@ -48,6 +43,8 @@ export interface GroupRules {
   reportRedisError(report: RedisErrorReport): void;
   /** Counts a running withLock body for the client's close(); call the result when done. */
   trackBody(): () => void;
+  /** The client's close: a group made by a closed client takes nothing more. */
+  closing: AbortSignal;
 }
 
 /** How long lock() waits for the members in one attempt before it starts over (Redisson's 1.5 s each). */
@@ -67,7 +64,7 @@ interface Round {
   taken: BaseLock[];
   /** The last member error, if any. */
   error?: unknown;
-  /** How many members failed with an error. */
+  /** How many members failed with an error, or were called off before they answered at all. */
   errors: number;
 }
 
@@ -127,7 +124,7 @@ export class GroupLock implements RLock {
         if (!isPassing(error) || signal?.aborted) throw error;
         const retryInMs = retryPause(failures);
         this.rules.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs });
-        await pauseFor(retryInMs, [signal]);
+        await pauseFor(retryInMs, [signal, this.rules.closing]);
       }
     }
   }
@@ -144,58 +141,59 @@ export class GroupLock implements RLock {
   }
 
   /**
-   * Releases every member; answers once a quorum of members answered (the others go on, each
-   * within its own budget). LockNotHeldError only when fewer than the quorum were held.
+   * Releases every member. A RedLock answers once too few members can still be held for a quorum
+   * (one of them released); the others go on, each within its own budget. LockNotHeldError when
+   * the current owner held none.
    */
   async unlock(): Promise<void> {
     this.untrack();
-    const results = await this.untilQuorum(this.members.map((member) => member.unlock()));
-    const released = results.filter((result) => result?.status === 'fulfilled').length;
-    const failure = results.find(
-      (result): result is PromiseRejectedResult =>
-        result?.status === 'rejected' && !(result.reason instanceof LockNotHeldError),
+    await quorumReleased(
+      this.members.map((member) => member.unlock()),
+      this.rules.quorum,
+      this.name,
     );
-    if (failure && this.rules.quorum === this.members.length) throw failure.reason;
-    if (released < this.rules.quorum) {
-      if (failure) throw failure.reason;
-      throw new LockNotHeldError(this.name, 'the current owner');
-    }
   }
 
   /** Deletes every member; true when one existed. Answers once a quorum of members answered. */
   async forceUnlock(): Promise<boolean> {
     for (const list of this.trackers.values()) for (const tracker of list) tracker.dispose();
     this.trackers.clear();
-    const results = await this.untilQuorum(this.members.map((member) => member.forceUnlock()));
-    const answered = results.filter((result) => result?.status === 'fulfilled');
-    if (answered.length === 0) {
-      const failure = results.find(
-        (result): result is PromiseRejectedResult => result?.status === 'rejected',
-      );
-      if (failure) throw failure.reason;
-    }
-    return answered.some((result) => (result as PromiseFulfilledResult<boolean>).value);
+    return quorumDeleted(
+      this.members.map((member) => member.forceUnlock()),
+      this.rules.quorum,
+    );
   }
 
   async isLocked(): Promise<boolean> {
-    return this.quorumHolds((member) => member.isLocked());
+    return quorumSaysYes(
+      this.members.map((member) => member.isLocked()),
+      this.rules.quorum,
+    );
   }
 
   async isHeldByCurrentTask(): Promise<boolean> {
-    return this.quorumHolds((member) => member.isHeldByCurrentTask());
+    return quorumSaysYes(
+      this.members.map((member) => member.isHeldByCurrentTask()),
+      this.rules.quorum,
+    );
   }
 
-  /** The hold count the quorum shares (the quorum-th largest of the members'). */
+  /** Holds of the current owner that a quorum of members has (at least). */
   async getHoldCount(): Promise<number> {
-    return this.quorumValue(await this.ask((member) => member.getHoldCount(), 0));
+    return quorumAtLeast(
+      this.members.map((member) => member.getHoldCount()),
+      this.rules.quorum,
+    );
   }
 
-  /** The ttl the quorum shares (the quorum-th largest of the members'); -2 when not held. */
+  /** The ttl a quorum of members has at least, in ms; -2 when not held, -1 when without expiry. */
   async remainTimeToLive(): Promise<number> {
-    const ttls = await this.ask((member) => member.remainTimeToLive(), -2);
-    const forever = Number.MAX_SAFE_INTEGER;
-    const value = this.quorumValue(ttls.map((ttl) => (ttl === -1 ? forever : ttl)));
-    return value === forever ? -1 : value < 0 ? -2 : value;
+    const ttl = await quorumAtLeast(
+      this.members.map((member) => member.remainTimeToLive()),
+      this.rules.quorum,
+      (value) => (value === -1 ? Infinity : value),
+    );
+    return ttl < -1 ? -2 : ttl;
   }
 
   async withLock<T>(fn: (held: Held) => Promise<T> | T, options?: WithLockOptions): Promise<T> {
@@ -248,26 +246,46 @@ export class GroupLock implements RLock {
       const round = await this.round(memberWait, memberLease, signal, body);
       const quorumHeld = round.taken.length >= this.rules.quorum;
       if (!signal?.aborted && quorumHeld && this.stillValid(leaseTime, performance.now() - roundStarted)) {
-        if (leaseTime > 0 && memberLease !== leaseTime) await this.shortenLeases(round.taken, leaseTime);
+        try {
+          if (leaseTime > 0 && memberLease !== leaseTime) await this.shortenLeases(round.taken, leaseTime);
+        } catch (error) {
+          // Not every member took the lease asked for: held longer than meant, it is given back.
+          await this.release(round.taken);
+          throw error;
+        }
         this.track(round.taken);
         return true;
       }
       await this.release(round.taken);
       signal?.throwIfAborted();
+      this.rules.closing.throwIfAborted();
       // Failed members made the quorum impossible: Redis trouble, not someone else's hold.
       const unreachable = round.errors > this.members.length - this.rules.quorum;
-      if (unreachable && !isPassing(round.error)) throw round.error;
+      const failure = unreachable ? this.unreachableError(round) : undefined;
+      if (failure !== undefined && !isPassing(failure)) throw failure;
       const left = deadline - performance.now();
       if (left <= 0 || waitTime <= 0) {
-        if (unreachable) throw round.error;
+        if (failure !== undefined) throw failure;
         return false;
       }
       // Step back a random moment before trying again, so that two groups that just gave way to
       // each other do not take their first members back at once, over and over; after Redis
       // failures, back off as a single lock's wait does.
       const pause = unreachable ? retryPause(failedRounds) : holdingWait();
-      await pauseFor(Math.min(pause, left), [signal]);
+      await pauseFor(Math.min(pause, left), [signal, this.rules.closing]);
     }
+  }
+
+  /** Why a round could not reach its quorum: a member's error, or the silence of too many. */
+  private unreachableError(round: Round): unknown {
+    return (
+      round.error ??
+      new RedisUnavailableError(
+        this.name,
+        'acquire',
+        `${round.errors} of ${this.members.length} members did not answer in time; ${this.rules.quorum} must be held`,
+      )
+    );
   }
 
   /**
@@ -280,7 +298,10 @@ export class GroupLock implements RLock {
   private round(memberWait: number, memberLease: number, signal?: AbortSignal, body?: Frame): Promise<Round> {
     const allowedFailures = this.members.length - this.rules.quorum;
     const callOff = new AbortController();
-    const memberSignal = signal ? AbortSignal.any([callOff.signal, signal]) : callOff.signal;
+    // Called off when the round is decided, when the caller aborts, or when the group's client closes.
+    const memberSignal = AbortSignal.any(
+      signal ? [callOff.signal, signal, this.rules.closing] : [callOff.signal, this.rules.closing],
+    );
     const round: Round = { taken: [], errors: 0 };
     let failed = 0;
     let unanswered = this.members.length;
@@ -320,6 +341,9 @@ export class GroupLock implements RLock {
         if (!(error instanceof RoundDecided) && error !== signal?.reason) {
           round.errors += 1;
           round.error = error;
+        } else if (error instanceof RoundDecided && !answered) {
+          // Called off before Redis said anything: its master may be as unreachable as the others.
+          round.errors += 1;
         }
       }
       answer();
@@ -387,73 +411,5 @@ export class GroupLock implements RLock {
     const list = this.trackers.get(key);
     list?.pop()?.dispose();
     if (list?.length === 0) this.trackers.delete(key);
-  }
-
-  /**
-   * Settles with every member's outcome once `quorum` of them succeeded (the rest are left to
-   * finish, each within its own budget, and read as undefined), or once all settled.
-   */
-  private untilQuorum<T>(work: Array<Promise<T>>): Promise<Array<PromiseSettledResult<T> | undefined>> {
-    const results: Array<PromiseSettledResult<T> | undefined> = work.map(() => undefined);
-    return new Promise((resolve) => {
-      let settled = 0;
-      let succeeded = 0;
-      work.forEach((promise, i) => {
-        promise
-          .then(
-            (value) => {
-              results[i] = { status: 'fulfilled', value };
-              succeeded += 1;
-            },
-            (reason: unknown) => {
-              results[i] = { status: 'rejected', reason };
-            },
-          )
-          .finally(() => {
-            settled += 1;
-            if (succeeded >= this.rules.quorum || settled === work.length) resolve([...results]);
-          });
-      });
-    });
-  }
-
-  /**
-   * Whether a quorum of members says yes; answers as soon as that is decided (enough yeses, or too
-   * few left to make one). Where members' errors only count as failures, an error is a no.
-   */
-  private quorumHolds(question: (member: BaseLock) => Promise<boolean>): Promise<boolean> {
-    const { quorum, memberErrorsAreFailures } = this.rules;
-    return new Promise((resolve, reject) => {
-      let yes = 0;
-      let pending = this.members.length;
-      for (const member of this.members) {
-        question(member).then(
-          (answer) => {
-            pending -= 1;
-            if (answer) yes += 1;
-            if (yes >= quorum) resolve(true);
-            else if (yes + pending < quorum) resolve(false);
-          },
-          (error: unknown) => {
-            pending -= 1;
-            if (!memberErrorsAreFailures) reject(error);
-            else if (yes + pending < quorum) resolve(false);
-          },
-        );
-      }
-    });
-  }
-
-  /** Asks every member; where members' errors only count as failures, an error answers `failed`. */
-  private ask<T>(question: (member: BaseLock) => Promise<T>, failed: T): Promise<T[]> {
-    return Promise.all(
-      this.members.map((member) =>
-        this.rules.memberErrorsAreFailures ? question(member).catch(() => failed) : question(member),
-      ),
-    );
-  }
-
-  private quorumValue(values: number[]): number {
-    return [...values].sort((a, b) => b - a)[this.rules.quorum - 1] as number;
   }
 }

@@ -1,5 +1,5 @@
 import { lockKeys, UNLOCK_MESSAGE, type LockKeys } from '../keys';
-import { acquireLock, forceReleaseLock, releaseLock } from '../scripts';
+import { acquireLock, forceReleaseLock, releaseLock, withdrawLock } from '../scripts';
 import type { StepLimits, WakeSource } from '../wait';
 import { BaseLock } from './base-lock';
 import type { LockContext } from './context';
@@ -20,6 +20,14 @@ export class ReentrantLock extends BaseLock {
 
   protected async release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
     return releaseLock(
+      this.context.redis,
+      [this.keys.lock, this.keys.channel, latch],
+      [owner, latchMs, UNLOCK_MESSAGE, await this.context.publishCommand()],
+    );
+  }
+
+  protected async withdraw(owner: string, latch: string, latchMs: number): Promise<unknown> {
+    return withdrawLock(
       this.context.redis,
       [this.keys.lock, this.keys.channel, latch],
       [owner, latchMs, UNLOCK_MESSAGE, await this.context.publishCommand()],

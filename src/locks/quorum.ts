@@ -1,0 +1,116 @@
+import { LockNotHeldError } from '../errors';
+
+/**
+ * How a group lock turns its members' answers into one, as they arrive: it answers as soon as the
+ * answer is decided, and never reads a member that could not be asked as a "no". When the members
+ * that did answer leave the question open (too few answered for a quorum to say yes or no), the
+ * answer is the error of a member that could not.
+ */
+interface Tally<T> {
+  values: T[];
+  errors: unknown[];
+  pending: number;
+}
+
+type Verdict<R> = { value: R } | { error: unknown } | undefined;
+
+/** Settles with `decide`'s first verdict, checked after each answer. */
+function tally<T, R>(work: Array<Promise<T>>, decide: (tally: Tally<T>) => Verdict<R>): Promise<R> {
+  return new Promise((resolve, reject) => {
+    const state: Tally<T> = { values: [], errors: [], pending: work.length };
+    let settled = false;
+    const review = (): void => {
+      if (settled) return;
+      const verdict = decide(state);
+      if (!verdict) return;
+      settled = true;
+      if ('error' in verdict) reject(verdict.error);
+      else resolve(verdict.value);
+    };
+    for (const promise of work) {
+      promise.then(
+        (value) => {
+          state.pending -= 1;
+          state.values.push(value);
+          review();
+        },
+        (error: unknown) => {
+          state.pending -= 1;
+          state.errors.push(error);
+          review();
+        },
+      );
+    }
+    review();
+  });
+}
+
+/** Whether at least `quorum` members say yes. */
+export function quorumSaysYes(work: Array<Promise<boolean>>, quorum: number): Promise<boolean> {
+  return tally<boolean, boolean>(work, ({ values, errors, pending }) => {
+    const yes = values.filter(Boolean).length;
+    if (yes >= quorum) return { value: true };
+    // Even if every member still out, and every one that failed, said yes: no quorum.
+    if (yes + pending + errors.length < quorum) return { value: false };
+    if (pending === 0) return { error: errors[0] };
+    return undefined;
+  });
+}
+
+/**
+ * A number a quorum of members vouches for: the smallest among the first `quorum` answers (ttls,
+ * hold counts: a quorum has at least that much). `rank` orders values (a ttl of -1, no expiry,
+ * ranks above every number).
+ */
+export function quorumAtLeast(
+  work: Array<Promise<number>>,
+  quorum: number,
+  rank: (value: number) => number = (value) => value,
+): Promise<number> {
+  return tally<number, number>(work, ({ values, errors, pending }) => {
+    if (values.length >= quorum) {
+      return { value: values.reduce((low, value) => (rank(value) < rank(low) ? value : low)) };
+    }
+    if (values.length + pending < quorum) return { error: errors[0] };
+    return undefined;
+  });
+}
+
+/** forceUnlock: whether any member existed, once a quorum answered. */
+export function quorumDeleted(work: Array<Promise<boolean>>, quorum: number): Promise<boolean> {
+  return tally<boolean, boolean>(work, ({ values, errors, pending }) => {
+    if (values.length >= quorum) return { value: values.some(Boolean) };
+    if (values.length + pending < quorum) return { error: errors[0] };
+    return undefined;
+  });
+}
+
+/**
+ * unlock. All-or-nothing (quorum = every member, MultiLock): every member must be released.
+ * Otherwise (RedLock) it is done once enough members are let go (released, or not held by this
+ * owner) that fewer than a quorum can still be held, one of them released: a master that is down
+ * does not hold the answer up (its hold ends with its lease). Nothing released: LockNotHeldError.
+ */
+export function quorumReleased(work: Array<Promise<void>>, quorum: number, groupName: string): Promise<void> {
+  const members = work.length;
+  const allOrNothing = quorum === members;
+  const needed = allOrNothing ? members : members - quorum + 1;
+  const notHeld = new LockNotHeldError(groupName, 'the current owner');
+  return tally(
+    work.map((promise) =>
+      promise.then(
+        () => 'released' as const,
+        (error: unknown) => {
+          if (error instanceof LockNotHeldError) return 'not held' as const;
+          throw error;
+        },
+      ),
+    ),
+    ({ values, errors, pending }) => {
+      if (values.length + pending < needed) return { error: errors[0] };
+      if (values.length < needed) return undefined;
+      if (allOrNothing) return values.includes('not held') ? { error: notHeld } : { value: undefined };
+      return values.includes('released') ? { value: undefined } : { error: notHeld };
+    },
+  );
+}
