@@ -126,6 +126,110 @@ describe.each(kinds)('branches of one task (%s)', (_kind, lockOf) => {
   });
 });
 
+describe('holds of one owner in one process', () => {
+  const redis = useRedis();
+
+  test('a branch whose lease ran out keeps its siblings waiting until its body is done, and takes nothing from them', async () => {
+    const client = redis.client();
+    const other = redis.client();
+    // Who is inside now: B must never share the lock (A was told its lease was lost).
+    let bInside = false;
+    let outsiderInside = false;
+    let overlapsWithB = 0;
+    const order: string[] = [];
+    let running = true;
+    // Another process keeps trying to get in.
+    const outsider = (async () => {
+      while (running) {
+        const lock = other.getLock('stale');
+        if (await lock.tryLock()) {
+          outsiderInside = true;
+          if (bInside) overlapsWithB += 1;
+          await sleep(5);
+          outsiderInside = false;
+          await lock.unlock();
+        }
+        await sleep(5);
+      }
+    })();
+    const outcomes = await client.runInTask(() =>
+      Promise.allSettled([
+        client.getLock('stale').withLock(
+          async () => {
+            order.push('A in');
+            // A CPU-bound stretch past the lease: the lease is lost while the body runs.
+            const until = performance.now() + 400;
+            while (performance.now() < until);
+            await sleep(200);
+            order.push('A out');
+          },
+          { leaseTime: 200 },
+        ),
+        sleep(50).then(() =>
+          client.getLock('stale').withLock(async () => {
+            bInside = true;
+            if (outsiderInside) overlapsWithB += 1;
+            order.push('B in');
+            await sleep(300);
+            order.push('B out');
+            bInside = false;
+          }),
+        ),
+      ]),
+    );
+    running = false;
+    await outsider;
+    expect(order.indexOf('B in')).toBeGreaterThan(order.indexOf('A out'));
+    expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: { code: 'ERR_LOCK_NOT_HELD' } });
+    expect(outcomes[1]).toMatchObject({ status: 'fulfilled' });
+    // Others may have taken the lock while A ran on without its lease (A was told); B never shared it.
+    expect(overlapsWithB).toBe(0);
+    expect(await redis.admin().exists('stale')).toBe(0);
+  }, 20_000);
+
+  test('unlock() by hand never takes the hold of a running withLock', async () => {
+    const client = redis.client();
+    const lock = client.getLock('mixed');
+    await client.runInTask(async () => {
+      await lock.lock();
+      await lock.withLock(async () => {
+        expect(await lock.getHoldCount()).toBe(2);
+        // The Redisson finally-habit inside a withLock body: refused, the body keeps its lock.
+        await expect(lock.unlock()).resolves.toBeUndefined(); // releases the by-hand hold
+        await expect(lock.unlock()).rejects.toThrow(/belong to running withLock calls/);
+        expect(await lock.getHoldCount()).toBe(1);
+      });
+    });
+    expect(await redis.admin().exists('mixed')).toBe(0);
+  });
+
+  test('lock() by hand, then withLock through the same handle outside a task: it re-enters', async () => {
+    const client = redis.client();
+    const lock = client.getLock('hand-then-with');
+    await lock.lock();
+    const result = await lock.withLock(async () => lock.getHoldCount(), { waitTime: 1_000 });
+    expect(result).toBe(2);
+    await lock.unlock();
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  test('one handle shared by concurrent callers outside a task: withLock bodies take turns', async () => {
+    const client = redis.client();
+    const shared = client.getLock('shared-handle');
+    const seen = occupancy();
+    await Promise.all(
+      Array.from({ length: 10 }, () =>
+        shared.withLock(async () => {
+          seen.enter();
+          await sleep(5);
+          seen.leave();
+        }),
+      ),
+    );
+    expect(seen.most).toBe(1);
+  });
+});
+
 describe('servers and timers started inside a task', () => {
   const redis = useRedis();
 

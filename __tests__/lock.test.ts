@@ -23,7 +23,7 @@ describe('RLock', () => {
     const hash = await redis.admin().hgetall('layout');
     expect(Object.keys(hash)).toHaveLength(1);
     // The label, a random part that makes it unique to this client, and the owner number.
-    expect(Object.keys(hash)[0]).toMatch(/^node-service-1\/[0-9a-f]{8}:\d+$/);
+    expect(Object.keys(hash)[0]).toMatch(/^node-service-1\/[0-9a-f]{16}:\d+$/);
     expect(Object.keys(hash)[0]).toBe(`${client.id}:${/:(\d+)$/.exec(Object.keys(hash)[0] as string)?.[1]}`);
     expect(Object.values(hash)).toEqual(['2']);
   });

@@ -50,6 +50,47 @@ describe('handles and tasks that are dropped while they hold a lock', () => {
     expect(lost).toEqual([expect.objectContaining({ name: 'forgotten-in-task', code: 'orphaned' })]);
   });
 
+  test('a fixed lease never unlocked on purpose (a rate window) is not reported when its handle goes', async () => {
+    const client = redis.client();
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    await (async () => {
+      await client.getLock('rate-window').tryLock(0, 3_000);
+    })();
+    for (let i = 0; i < 5; i += 1) {
+      gc();
+      await sleep(50);
+    }
+    expect(lost).toEqual([]);
+    expect(await redis.admin().pttl('rate-window')).toBeGreaterThan(2_000);
+  });
+
+  test('a MultiLock dropped while it holds: its members are found orphaned too', async () => {
+    const client = redis.client({ watchdogTimeout: 1_000 });
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    await (async () => {
+      await client.getMultiLock(client.getLock('group-a'), client.getLock('group-b')).lock();
+    })();
+    await collectUntil('the members reported', () => lost.length >= 2);
+    expect(lost.map((event) => [event.name, event.code]).sort()).toEqual([
+      ['group-a', 'orphaned'],
+      ['group-b', 'orphaned'],
+    ]);
+    await eventually('expired', async () => (await redis.admin().exists('group-a', 'group-b')) === 0, 1_500);
+  });
+
+  test('close() releases what orphaned holders left, so waiters elsewhere need not wait out the lease', async () => {
+    const client = redis.client({ watchdogTimeout: 10_000 });
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    await lockAndDrop(client, 'orphan-at-close');
+    await collectUntil('the orphan reported', () => lost.length > 0);
+    expect(await redis.admin().exists('orphan-at-close')).toBe(1);
+    await client.close();
+    expect(await redis.admin().exists('orphan-at-close')).toBe(0);
+  });
+
   test('a handle still referenced keeps its lock through collections (negative control)', async () => {
     const client = redis.client({ watchdogTimeout: 1_000 });
     const lost: LockLostEvent[] = [];

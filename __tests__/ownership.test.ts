@@ -75,7 +75,7 @@ describe('ownership through async call chains', () => {
     });
   });
 
-  test('withLock outside a task runs as its own owner, not the handle', async () => {
+  test('withLock outside a task acts for the handle, and its callback is a task of that owner', async () => {
     const client = redis.client();
     const lock = client.getLock('own');
     await lock.withLock(async () => {
@@ -139,6 +139,26 @@ describe('explicit owners', () => {
     expect(await redis.admin().exists('job-renew')).toBe(0);
   }, 30_000);
 
+  test('two tasks acting as one explicit owner id in one process re-enter each other', async () => {
+    const client = redis.client();
+    const lock = client.getLock('same-explicit');
+    await client.runInTask(() => lock.lock(), { ownerId: 'jobs:same' });
+    const again = await client.runInTask(() => lock.tryLock(1_000), { ownerId: 'jobs:same' });
+    expect(again).toBe(true);
+    expect(await redis.admin().hget('same-explicit', 'jobs:same')).toBe('2');
+    await client.runInTask(() => lock.withLock(() => undefined, { waitTime: 1_000 }), {
+      ownerId: 'jobs:same',
+    });
+    await client.runInTask(
+      async () => {
+        await lock.unlock();
+        await lock.unlock();
+      },
+      { ownerId: 'jobs:same' },
+    );
+    expect(await redis.admin().exists('same-explicit')).toBe(0);
+  });
+
   test('ownerId is checked', async () => {
     const client = redis.client();
     expect(() => client.runInTask(() => 1, { ownerId: '' })).toThrow(/^ownerId must be a non-empty string/);
@@ -162,7 +182,7 @@ describe('owner ids in Redis', () => {
     const clients = new Set(grants.map((owner) => owner.slice(0, owner.lastIndexOf(':'))));
     expect(grants.length).toBeGreaterThan(20);
     expect(clients.size).toBe(2);
-    for (const client of clients) expect(client).toMatch(/^order-service\/[0-9a-f]{8}$/);
+    for (const client of clients) expect(client).toMatch(/^order-service\/[0-9a-f]{16}$/);
     expect(await redis.admin().get('same-client-id:overlaps')).toBeNull();
   }, 30_000);
 
@@ -188,7 +208,10 @@ describe('owner ids in Redis', () => {
   test('close() removes the client entry', async () => {
     const client = redis.client();
     await client.getLock('entry').withLock(() => undefined);
-    expect(await redis.admin().exists(`rlock_client:{${client.id}}`)).toBe(1);
+    await eventually(
+      'announced',
+      async () => (await redis.admin().exists(`rlock_client:{${client.id}}`)) === 1,
+    );
     await client.close();
     expect(await redis.admin().exists(`rlock_client:{${client.id}}`)).toBe(0);
   });

@@ -94,6 +94,33 @@ describe('closing a client', () => {
     expect(() => client.getLock('pending')).toThrow(ClientClosedError);
   });
 
+  test('close() called inside a withLock body does not wait for that body', async () => {
+    const client = redis.client();
+    const outcome = await timed(
+      client.getLock('closing-inside').withLock(async () => {
+        const closing = await timed(client.close({ timeout: 2_000 }));
+        return closing.ms;
+      }),
+    );
+    // The body's lock was released by close() before the body returned: withLock says so.
+    expect(outcome.error).toMatchObject({
+      code: 'ERR_CLIENT_CLOSED',
+      message: expect.stringMatching(/released/),
+    });
+    expect(outcome.ms).toBeLessThan(1_000);
+    expect(await redis.admin().exists('closing-inside')).toBe(0);
+  });
+
+  test('holds of explicit owner ids stay in Redis at close(): another worker may release them', async () => {
+    const client = redis.client();
+    await client.runInTask(() => client.getLock('job:5').lock(60_000), { ownerId: 'jobs:5' });
+    await client.close();
+    expect(await redis.admin().hget('job:5', 'jobs:5')).toBe('1');
+    const finisher = redis.client();
+    await finisher.runInTask(() => finisher.getLock('job:5').unlock(), { ownerId: 'jobs:5' });
+    expect(await redis.admin().exists('job:5')).toBe(0);
+  });
+
   test('SIGTERM recipe: the process closes its client and a waiter elsewhere gets the lock at once', async () => {
     const worker = startWorker([String(redis.port()), 'sigterm', 'sigterm-lock', '5000']);
     expect(await worker.firstMessage).toBe('locked');

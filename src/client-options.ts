@@ -18,7 +18,7 @@ export interface LockClientOptions {
   fairLockWaitTimeout?: number;
   /**
    * A label for this client's owner ids, e.g. the service name: they read
-   * `<clientId>/<random>:<n>`, unique per client whatever the label (two processes configured
+   * `<clientId>/<16 random hex digits>:<n>`, unique per client whatever the label (two processes configured
    * alike never share an owner). Default: none (owner ids `<uuid>:<n>`, as Redisson's).
    */
   clientId?: string;
@@ -114,7 +114,7 @@ export function parseClientOptions(redis: RedisConnection, options: unknown): Cl
     fairLockWaitTimeout: time('fairLockWaitTimeout', DEFAULT_FAIR_WAIT_TIMEOUT, 100),
     commandTimeout: time('commandTimeout', DEFAULT_COMMAND_TIMEOUT, 1),
     // A label is not unique (every instance of a service has it): a random part makes it so.
-    id: label === undefined ? randomUUID() : `${label}/${randomBytes(4).toString('hex')}`,
+    id: label === undefined ? randomUUID() : `${label}/${randomBytes(8).toString('hex')}`,
     label,
     subscriber: given.subscriber,
     pubSub,

@@ -11,7 +11,7 @@ import { FencedLock } from './locks/fenced-lock';
 import { GroupLock, type GroupRules } from './locks/group-lock';
 import { ReentrantLock } from './locks/lock';
 import type { RFencedLock, RLock } from './locks/types';
-import { checkOwnerId, runAsNewTask } from './owner';
+import { checkOwnerId, currentTask, runAsNewTask, type Frame } from './owner';
 import { OwnerGates } from './owner-gate';
 import { Subscriber } from './pubsub';
 import { openLink, publishCommandOf, resolvePubSubMode, type PubSubMode } from './pubsub-mode';
@@ -103,9 +103,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /** Aborted when close() is done. */
   private readonly finished = new AbortController();
   private closing?: Promise<void>;
-  /** Running withLock bodies, which close() gives time to finish. */
-  private runningBodies = 0;
-  private bodiesDone?: () => void;
+  /** The frames of running withLock bodies, which close() gives time to finish. */
+  private readonly runningBodies = new Set<Frame>();
+  private onBodyDone?: () => void;
   private subscriberInstance?: Subscriber;
   /** Settles once the pub/sub mode is known (on a cluster, after asking the servers). */
   private pubSubModeResolution?: Promise<PubSubMode>;
@@ -165,7 +165,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       registry: this.registry,
       keyPrefix: settings.keyPrefix,
       cluster: isCluster(redis),
-      trackBody: () => this.trackBody(),
+      trackBody: (body) => this.trackBody(body),
       subscriber: (name, limits) => this.subscriber(name, limits),
       reportRedisError: report,
       publishCommand: () => this.publishCommand(),
@@ -271,7 +271,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * The command connection passed to the constructor stays open: it is the caller's.
    */
   close(options?: CloseOptions): Promise<void> {
-    if (this.closing) return this.closing;
     let timeout: number;
     try {
       const given = checkOptionsObject('options', options);
@@ -283,7 +282,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     } catch (error) {
       return Promise.reject(error);
     }
-    this.closing = this.shutDown(timeout);
+    this.closing ??= this.shutDown(timeout);
     return this.closing;
   }
 
@@ -299,10 +298,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.book.abortGuards(
       (entry) => new LockLostError(entry.name, entry.ownerId, 'client-closed', 'the LockClient is closing'),
     );
-    if (this.runningBodies > 0) {
-      const idle = new Promise<void>((resolve) => (this.bodiesDone = resolve));
-      await settledWithin(idle, timeout);
-    }
+    // A close() called from inside a withLock body does not wait for that body (nor the bodies it
+    // runs in): they wait for close().
+    const caller = currentTask()?.frame;
+    await settledWithin(
+      this.bodiesDone((body) => caller === undefined || !caller.isWithin(body)),
+      timeout,
+    );
     // Each bounded by commandTimeout: a Redis that is down delays close() no longer than that.
     await Promise.all([this.releaseEverything(), this.registry.remove()]);
     this.watchdog.stop();
@@ -310,9 +312,15 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     await this.subscriberInstance?.close();
   }
 
-  /** Releases every hold still in the book. (Releases Redis never answered are re-sent already.) */
+  /**
+   * Releases every hold still in the book, and those whose holder was garbage-collected, so that
+   * waiters elsewhere take over at once. Holds of explicit owner ids stay in Redis: they may be
+   * meant to outlive this client (another worker releases them); they are no longer renewed.
+   * (Releases Redis never answered are being re-sent already.)
+   */
   private async releaseEverything(): Promise<void> {
-    const releases = this.book.all().map(async (entry) => {
+    const entries = [...this.book.all(), ...this.book.takeOrphaned()].filter((entry) => !entry.explicit);
+    const releases = entries.map(async (entry) => {
       const lock = entry.reopen(this.context);
       for (let i = entry.holds.length - 1; i >= 0; i -= 1) {
         await lock.releaseAtClose(entry.ownerId, entry.holds[i] as (typeof entry.holds)[number]);
@@ -321,15 +329,25 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     await Promise.allSettled(releases);
   }
 
-  private trackBody(): () => void {
-    this.runningBodies += 1;
-    let done = false;
+  private trackBody(body: Frame): () => void {
+    this.runningBodies.add(body);
     return () => {
-      if (done) return;
-      done = true;
-      this.runningBodies -= 1;
-      if (this.runningBodies === 0) this.bodiesDone?.();
+      this.runningBodies.delete(body);
+      this.onBodyDone?.();
     };
+  }
+
+  /** Settles once no running body passes `counts`. */
+  private bodiesDone(counts: (body: Frame) => boolean): Promise<void> {
+    const idle = (): boolean => ![...this.runningBodies].some(counts);
+    if (idle()) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.onBodyDone = () => {
+        if (!idle()) return;
+        this.onBodyDone = undefined;
+        resolve();
+      };
+    });
   }
 
   private async publishCommand(): Promise<PublishCommand> {
@@ -352,7 +370,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return {
       reportLost: (lost) => this.emit('lockLost', lost),
       reportRedisError: (report) => this.reportRedisError(report),
-      trackBody: () => this.trackBody(),
+      trackBody: (body) => this.trackBody(body),
       closing: this.closer.signal,
     };
   }

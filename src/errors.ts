@@ -15,6 +15,10 @@ export interface NotHeldHint {
   heldByOthers: string[];
   /** The lease was lost while this owner held it (see the lockLost event): why. */
   lost?: LockLostCode;
+  /** The owner's holds belong to running withLock calls, which release them themselves. */
+  heldForBody?: boolean;
+  /** The caller runs in a task (withLock, runInTask). */
+  inTask?: boolean;
 }
 
 /** unlock() by an owner that holds no hold: never locked, released already, or the lease ran out. */
@@ -30,22 +34,26 @@ export class LockNotHeldError extends RLockError {
   }
 }
 
-function explainNotHeld({ heldByOthers, lost }: NotHeldHint): string {
+function explainNotHeld({ heldByOthers, lost, heldForBody, inTask }: NotHeldHint): string {
   if (lost !== undefined) {
     return `its lease was lost while it was held (${lost}; see the lockLost event)`;
   }
-  if (heldByOthers.length > 0) {
+  if (heldForBody) {
     return (
-      `this client holds it for another owner (${heldByOthers.join(', ')}). Outside a task each lock ` +
-      'handle is its own owner: unlock through the handle that locked it, or run both in one task ' +
-      '(withLock, or client.runInTask), or use runInTask({ ownerId }) to act for a known owner'
+      'its holds belong to running withLock calls, which release them themselves when their ' +
+      'callback returns: unlock() only gives back what lock() or tryLock() took'
     );
   }
-  return (
-    'it was never acquired by this owner, was released already, or its lease ran out. Outside a task ' +
-    'each lock handle is its own owner: unlock through the handle that locked it, or use withLock / ' +
-    'client.runInTask'
-  );
+  const owners = inTask
+    ? 'Each task (a withLock or runInTask call) is its own owner'
+    : 'Outside a task each lock handle is its own owner';
+  const fix = inTask
+    ? 'unlock in the task that locked it, or act for its owner with runInTask(fn, { ownerId })'
+    : 'unlock through the handle that locked it, or run both in one task (withLock, or client.runInTask)';
+  if (heldByOthers.length > 0) {
+    return `this client holds it for another owner (${heldByOthers.join(', ')}). ${owners}: ${fix}`;
+  }
+  return `it was never acquired by this owner, was released already, or its lease ran out. ${owners}: ${fix}`;
 }
 
 /** withLock() gave up because waitTime passed before the lock could be acquired. */
@@ -125,8 +133,8 @@ export class LockLostError extends RLockError {
 
 /** The LockClient was closed: pending waits reject with it, and so does every later call. */
 export class ClientClosedError extends RLockError {
-  constructor() {
-    super('ERR_CLIENT_CLOSED', 'the LockClient is closed; create a new LockClient to take locks again');
+  constructor(message = 'the LockClient is closed; create a new LockClient to take locks again') {
+    super('ERR_CLIENT_CLOSED', message);
   }
 }
 

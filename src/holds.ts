@@ -1,6 +1,7 @@
 import { LockLostError, type LockLostCode } from './errors';
 import type { BaseLock } from './locks/base-lock';
 import type { LockContext } from './locks/context';
+import type { Frame } from './owner';
 import type { GateEntry, OwnerGates } from './owner-gate';
 
 /** Makes a new handle of the lock a hold belongs to (close() releases through it). */
@@ -24,6 +25,11 @@ export interface Hold {
   readonly entry: GateEntry;
   /** A new handle of the hold's lock, without keeping the one that took it alive. */
   readonly reopen: Reopen;
+  /**
+   * The frame of the withLock body this hold serves, which releases it itself; none for a hold
+   * taken by hand (lock(), tryLock()), which unlock() releases.
+   */
+  readonly body?: Frame;
 }
 
 export interface LostLease {
@@ -43,6 +49,11 @@ export class HeldLock {
   renewing = false;
   /** Held for a group lock, which reports the loss itself (when its quorum is lost). */
   quiet = false;
+  /**
+   * Held by an explicit owner id (runInTask's ownerId): the hold may be meant to outlive this
+   * client (another worker releases it), so close() leaves it in Redis.
+   */
+  explicit = false;
   expiryTimer?: NodeJS.Timeout;
 
   constructor(
@@ -67,16 +78,22 @@ export class HoldBook {
   private readonly orphans = new FinalizationRegistry<{ name: string; ownerId: string }>(
     ({ name, ownerId }) => {
       const entry = this.get(name, ownerId);
-      if (entry) {
-        this.lose(
-          entry,
-          'orphaned',
-          'the lock handle or task that held it was garbage-collected without unlocking it; it is no longer ' +
-            'renewed and ends with its lease',
-        );
-      }
+      if (!entry) return;
+      // Kept for close(), which gives back what this client still has in Redis.
+      this.orphaned.push(entry);
+      // Only a watchdog lease would have gone on for ever; a fixed one ends by itself, as meant
+      // (a lock never unlocked on purpose, such as a rate window).
+      this.lose(
+        entry,
+        'orphaned',
+        'the lock handle or task that held it was garbage-collected without unlocking it; it is no longer ' +
+          'renewed and ends with its lease',
+        entry.byWatchdog,
+      );
     },
   );
+  /** Entries whose holder was garbage-collected, until close() releases them. */
+  private orphaned: HeldLock[] = [];
 
   /** Why recent entries were lost, per (lock, owner), for a clearer LockNotHeldError. */
   private readonly recentlyLost = new Map<string, LockLostCode>();
@@ -88,8 +105,8 @@ export class HoldBook {
 
   /**
    * Records a granted hold; `leaseEnd` is when its lease ends at the earliest. `holder` is the
-   * handle or task that can release it (see orphans; none for an explicit owner id). A quiet hold (a group lock's member) aborts
-   * its guards when lost, but leaves the lockLost event to the group.
+   * handle or task that can release it (see orphans; none for an explicit owner id). A quiet hold
+   * (a group lock's member) aborts its guards when lost, but leaves the lockLost event to the group.
    */
   add(
     name: string,
@@ -97,14 +114,15 @@ export class HoldBook {
     hold: Hold,
     leaseEnd: number,
     holder: object | undefined,
-    quiet = false,
+    how: { quiet?: boolean; explicit?: boolean } = {},
   ): HeldLock {
     const key = bookKey(name, ownerId);
     let entry = this.entries.get(key);
     if (!entry) {
       this.recentlyLost.delete(key);
       entry = new HeldLock(name, ownerId, hold.reopen);
-      entry.quiet = quiet;
+      entry.quiet = how.quiet === true;
+      entry.explicit = how.explicit === true;
       this.entries.set(key, entry);
       if (holder) this.orphans.register(holder, { name, ownerId }, entry);
     }
@@ -132,20 +150,30 @@ export class HoldBook {
   }
 
   /**
-   * Takes a hold out of the book before its release is sent — `hold`, or else the owner's newest —
-   * and the whole entry with the last hold, so that no renewal is ever sent for a lock whose
-   * release is under way. The hold keeps
-   * its place in the owner's gate until the caller leaves it, once Redis has the release (a
-   * sibling's acquisition must not overtake it).
+   * Takes a hold out of the book before its release is sent, and the whole entry with the last
+   * hold, so that no renewal is ever sent for a lock whose release is under way. With `hold` (a
+   * withLock releasing its own): that hold, `inBook` false when it is no longer there (its lease
+   * was lost). Without (unlock()): the owner's newest hold taken by hand; never a running withLock's.
+   * The hold keeps its place in the owner's gate until the caller leaves it, once Redis has the
+   * release (a sibling's acquisition must not overtake it).
    */
-  takeForRelease(name: string, ownerId: string, hold?: Hold): Hold | undefined {
+  takeForRelease(name: string, ownerId: string, hold?: Hold): { hold: Hold; inBook: boolean } | undefined {
     const entry = this.get(name, ownerId);
-    const index = entry ? (hold ? entry.holds.lastIndexOf(hold) : entry.holds.length - 1) : -1;
-    if (!entry || index < 0) return hold;
+    let index = -1;
+    if (entry) {
+      if (hold) index = entry.holds.lastIndexOf(hold);
+      else for (index = entry.holds.length - 1; index >= 0 && entry.holds[index]?.body; index -= 1);
+    }
+    if (!entry || index < 0) return hold && { hold, inBook: false };
     const [taken] = entry.holds.splice(index, 1) as [Hold];
     if (entry.holds.length === 0) this.drop(entry);
     else this.watchExpiry(entry);
-    return taken;
+    return { hold: taken, inBook: true };
+  }
+
+  /** Whether `ownerId` holds `name` for a withLock body now (unlock() may not take those). */
+  heldForBody(name: string, ownerId: string): boolean {
+    return this.get(name, ownerId)?.holds.some((hold) => hold.body !== undefined) === true;
   }
 
   /** Every owner of this client holding `name` (for forceUnlock). */
@@ -175,6 +203,14 @@ export class HoldBook {
     return controller;
   }
 
+  /** Entries whose holder was garbage-collected and whose lease may still run, taken out (close()). */
+  takeOrphaned(): HeldLock[] {
+    const now = performance.now();
+    const live = this.orphaned.filter((entry) => entry.byWatchdog || entry.leaseEnd > now);
+    this.orphaned = [];
+    return live;
+  }
+
   /** Aborts the running withLock calls on every hold with `error`, keeping the holds (close()). */
   abortGuards(error: (entry: HeldLock) => unknown): void {
     for (const entry of this.entries.values()) {
@@ -192,10 +228,15 @@ export class HoldBook {
     if (!this.isCurrent(entry)) return;
     this.drop(entry);
     this.remember(bookKey(entry.name, entry.ownerId), code);
-    for (const hold of entry.holds) this.gates.leave(hold.entry);
+    // A withLock body still runs, told by its signal: siblings wait for it as for any holder; its
+    // withLock leaves the gate when it returns. A hold taken by hand leaves now.
+    for (const hold of entry.holds) if (!hold.body) this.gates.leave(hold.entry);
     const error = new LockLostError(entry.name, entry.ownerId, code, reason);
     for (const guard of entry.guards) guard.abort(error);
-    if (announce && !entry.quiet) this.onLost({ name: entry.name, ownerId: entry.ownerId, code, reason });
+    // A group member's loss is the group's to report, unless the group is gone with its holder.
+    if (announce && (!entry.quiet || code === 'orphaned')) {
+      this.onLost({ name: entry.name, ownerId: entry.ownerId, code, reason });
+    }
   }
 
   /** Remembers the newest losses only: enough to explain the unlock() that usually follows. */

@@ -26,7 +26,10 @@ export class Frame {
 }
 
 export interface Task {
-  /** The task itself, the same in every frame of it: what can still release its holds. */
+  /**
+   * What can still release the task's holds, the same in every frame of it: the task itself, or
+   * the lock handle a handle's withLock acts for.
+   */
   readonly identity: object;
   readonly ownerNumber: number;
   /** An explicit owner id (runInTask's ownerId): written as it is, by every client. */
@@ -49,7 +52,35 @@ export function currentTask(): Task | undefined {
 
 /** Runs fn as a new owner (or as `ownerId`), whatever task (if any) the caller is in. */
 export function runAsNewTask<T>(fn: () => T, ownerId?: string): T {
-  return taskContext.run({ identity: {}, ownerNumber: nextOwnerNumber(), ownerId, frame: new Frame() }, fn);
+  const frame = ownerId === undefined ? new Frame() : frameOfOwner(ownerId);
+  return taskContext.run({ identity: {}, ownerNumber: nextOwnerNumber(), ownerId, frame }, fn);
+}
+
+/**
+ * Runs fn as the owner a lock handle is outside any task (its number, and its frame): withLock
+ * through a handle acts for the handle, so it re-enters what the handle took by hand.
+ */
+export function runAsHandle<T>(handle: object, ownerNumber: number, frame: Frame, fn: () => T): T {
+  return taskContext.run({ identity: handle, ownerNumber, frame }, fn);
+}
+
+/**
+ * Tasks acting as one explicit owner id are one owner in Redis, so in the process too: they share
+ * a root frame, and re-enter each other's holds taken by hand. Kept while some task uses it.
+ */
+const explicitFrames = new Map<string, WeakRef<Frame>>();
+const explicitFrameCleanup = new FinalizationRegistry<string>((ownerId) => {
+  if (explicitFrames.get(ownerId)?.deref() === undefined) explicitFrames.delete(ownerId);
+});
+
+function frameOfOwner(ownerId: string): Frame {
+  let frame = explicitFrames.get(ownerId)?.deref();
+  if (!frame) {
+    frame = new Frame();
+    explicitFrames.set(ownerId, new WeakRef(frame));
+    explicitFrameCleanup.register(frame, ownerId);
+  }
+  return frame;
 }
 
 /** Runs fn in the caller's task, or as a new owner when the caller is in none. */

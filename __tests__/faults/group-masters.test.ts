@@ -114,6 +114,38 @@ describe('group locks with a bad master', () => {
     20_000,
   );
 
+  test('RedLock with two of three masters down: queries and tryLock say Redis failed, not "not locked"', async () => {
+    const red = (clients[0] as LockClient).getRedLock(...members('red-two-down'));
+    expect(await red.tryLock(1_000, 10_000)).toBe(true);
+    await Promise.all([servers[1]!.down(), servers[2]!.down()]);
+    const outcomes = await Promise.all([
+      timed(red.isLocked()),
+      timed(red.isHeldByCurrentTask()),
+      timed(red.remainTimeToLive()),
+      timed(red.getHoldCount()),
+      timed(red.forceUnlock()),
+      timed((clients[0] as LockClient).getRedLock(...members('red-two-down-2')).tryLock(1_000)),
+    ]);
+    for (const outcome of outcomes) {
+      expect(outcome.value).toBeUndefined();
+      expect(outcome.error).toBeInstanceOf(RedisUnavailableError);
+      expect(outcome.ms).toBeLessThan(COMMAND_TIMEOUT + 1_000 + SLACK_MS);
+    }
+  }, 20_000);
+
+  test('RedLock queries answer on the quorum without waiting for a master that is down', async () => {
+    const red = (clients[0] as LockClient).getRedLock(...members('red-queries'));
+    expect(await red.tryLock(1_000, 10_000)).toBe(true);
+    servers[2]!.freeze();
+    const ttl = await timed(red.remainTimeToLive());
+    const count = await timed(red.getHoldCount());
+    const unlocked = await timed(red.unlock());
+    expect(ttl.value).toBeGreaterThan(8_000);
+    expect(count.value).toBe(1);
+    expect(unlocked.error).toBeUndefined();
+    for (const outcome of [ttl, count, unlocked]) expect(outcome.ms).toBeLessThan(500);
+  }, 20_000);
+
   test('RedLock keeps its quorum alive with one master down, and reports the loss below quorum', async () => {
     const lost: LockLostEvent[] = [];
     for (const client of clients) client.on('lockLost', (event) => lost.push(event));

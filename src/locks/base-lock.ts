@@ -1,7 +1,14 @@
-import { LockNotHeldError, LockNotReplicatedError, LockTimeoutError } from '../errors';
+import {
+  ClientClosedError,
+  LockNotHeldError,
+  LockNotReplicatedError,
+  LockTimeoutError,
+  type LockLostCode,
+} from '../errors';
 import type { Hold, Reopen } from '../holds';
 import { holdLatchKey, homeSlot } from '../keys';
-import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runInCurrentOrNewTask, runInFrame } from '../owner';
+import { onAbort } from '../abort';
+import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
 import { isPassing, type CallLimits, type Fate, type Lane } from '../redis-call';
 import { renewLocks } from '../scripts';
 import { retryPause } from '../timing';
@@ -141,14 +148,54 @@ export abstract class BaseLock implements RLock {
     this.noticeOverdueLease(owner);
     const lostBefore = book.lostCodeOf(this.name, owner);
     const taken = book.takeForRelease(this.name, owner, hold);
-    const latch = taken?.latch ?? this.newLatch();
-    const latchMs = this.latchLifetime(taken);
-    const resend = (): void => {
-      if (taken) void this.retry('release', latchMs, () => this.release(owner, latch, latchMs));
-    };
-    let result: 0 | 1 | null;
+    if (!taken) {
+      // Nothing taken by hand here. Only an explicit owner id may hold the lock through another
+      // client or process; a generated one has nothing in Redis that this client does not know.
+      if (currentTask()?.ownerId === undefined) throw this.notHeld(owner, lostBefore);
+      return this.releaseUnknownHold(owner);
+    }
+    const latch = taken.hold.latch;
+    const latchMs = this.latchLifetime(taken.hold);
     try {
-      result = await this.call('release', () => this.release(owner, latch, latchMs), {
+      if (!taken.inBook) {
+        // Its lease was lost, and a sibling may hold the lock afresh as the same owner: give back
+        // only what this very hold still counts (its latch says), then tell the holder.
+        await this.callUntilAnswered('release', latchMs, () => this.withdraw(owner, latch, latchMs));
+        throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
+      }
+      const result = await this.callUntilAnswered('release', latchMs, () =>
+        this.release(owner, latch, latchMs),
+      );
+      const rest = book.get(this.name, owner);
+      if (result === null) {
+        if (rest) book.lose(rest, 'not-in-redis', 'Redis no longer had its holds');
+        throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
+      }
+      if (result === 1 && rest)
+        book.lose(rest, 'not-in-redis', 'Redis had fewer holds than this client counted');
+    } finally {
+      this.context.gates.leave(taken.hold.entry);
+    }
+  }
+
+  /** unlock() of an explicit owner id this client holds nothing for: it may hold it elsewhere. */
+  private async releaseUnknownHold(owner: string): Promise<void> {
+    const latch = this.newLatch();
+    const latchMs = this.context.watchdogTimeout;
+    const result = await this.callUntilAnswered('release', latchMs, () =>
+      this.release(owner, latch, latchMs),
+    );
+    if (result === null) throw this.notHeld(owner, undefined);
+  }
+
+  /**
+   * One call whose outcome must be learned: if Redis does not answer in time it is sent again in
+   * the background (its latch makes it count once) while the caller gets the error.
+   */
+  private async callUntilAnswered<T>(operation: string, latchMs: number, send: () => Promise<T>): Promise<T> {
+    const resend = (): void => void this.retry(operation, latchMs, send);
+    try {
+      return await this.call(operation, send, {
         onOrphaned: (fate) => {
           if (fate.ran === 'unknown') resend();
         },
@@ -157,19 +204,18 @@ export abstract class BaseLock implements RLock {
       // Not answered in time: it may still run, or never; sending it again settles which.
       if (isPassing(error)) resend();
       throw error;
-    } finally {
-      if (taken) this.context.gates.leave(taken.entry);
     }
-    const rest = book.get(this.name, owner);
-    if (result === null) {
-      if (rest) book.lose(rest, 'not-in-redis', 'Redis no longer had its holds');
-      throw new LockNotHeldError(this.name, owner, {
-        heldByOthers: book.otherHolders(this.name, owner),
-        lost: lostBefore ?? (taken || rest ? 'not-in-redis' : undefined),
-      });
-    }
-    if (result === 1 && rest)
-      book.lose(rest, 'not-in-redis', 'Redis had fewer holds than this client counted');
+  }
+
+  /** The LockNotHeldError for `owner`, saying why when this client can tell. */
+  private notHeld(owner: string, lost: LockLostCode | undefined): LockNotHeldError {
+    const { book } = this.context;
+    return new LockNotHeldError(this.name, owner, {
+      heldByOthers: book.otherHolders(this.name, owner),
+      heldForBody: book.heldForBody(this.name, owner),
+      inTask: currentTask() !== undefined,
+      lost,
+    });
   }
 
   /** With waitForReplicas: throws LockNotReplicatedError when too few replicas have the last write. */
@@ -218,6 +264,8 @@ export abstract class BaseLock implements RLock {
   /**
    * Acquires, runs fn in a frame of its own, always releases. Nested calls inside fn re-enter at
    * once; a sibling branch of the same task that enters this lock meanwhile waits until fn is done.
+   * Outside a task it acts for this handle, as lock() does (so it re-enters what the handle holds),
+   * and fn runs as a task of the handle's owner.
    */
   async withLock<T>(fn: (held: Held) => Promise<T> | T, options?: WithLockOptions): Promise<T> {
     if (typeof fn !== 'function') {
@@ -225,7 +273,7 @@ export abstract class BaseLock implements RLock {
     }
     const parsed = parseLockOptions(options);
     const waitTime = parsed.waitTime ?? -1;
-    return runInCurrentOrNewTask(async () => {
+    const run = async (): Promise<T> => {
       const owner = this.currentOwner();
       const body = new Frame(this.currentFrame());
       const acquired = await this.acquire(waitTime, parsed.leaseTime, parsed.signal, { body });
@@ -233,24 +281,31 @@ export abstract class BaseLock implements RLock {
       const { book } = this.context;
       const entry = book.get(this.name, owner);
       const guard = entry ? book.guard(entry) : new AbortController();
-      const signal = parsed.signal ? AbortSignal.any([guard.signal, parsed.signal]) : guard.signal;
-      const done = this.context.trackBody();
+      // The caller's signal aborts the held one too (without AbortSignal.any, which keeps a little
+      // for every call made with a long-lived signal).
+      const userSignal = parsed.signal;
+      const stopListening = userSignal && onAbort(userSignal, () => guard.abort(userSignal.reason));
+      const done = this.context.trackBody(body);
       let result: T;
       try {
-        result = await runInFrame(body, () =>
-          fn(acquired.token === undefined ? { signal } : { signal, token: acquired.token }),
-        );
+        const held =
+          acquired.token === undefined
+            ? { signal: guard.signal }
+            : { signal: guard.signal, token: acquired.token };
+        result = await runInFrame(body, () => fn(held));
       } catch (error) {
         // The callback's error is what the caller needs; a failed release must not hide it.
         await this.releaseOwn(owner, acquired.hold).catch(() => undefined);
         throw error;
       } finally {
+        stopListening?.();
         entry?.guards.delete(guard);
         done();
       }
       await this.releaseOwn(owner, acquired.hold);
       return result;
-    });
+    };
+    return currentTask() ? run() : runAsHandle(this, this.handleOwner, this.handleFrame, run);
   }
 
   /** close(): gives back `hold` of `owner`, so that waiters elsewhere take over at once. */
@@ -260,7 +315,12 @@ export abstract class BaseLock implements RLock {
 
   /** withLock's release: its own hold (not whatever is newest), then the replica check. */
   private async releaseOwn(owner: string, hold: Hold): Promise<void> {
-    this.throwIfClosed('closed');
+    if (this.context.closed.aborted) {
+      throw new ClientClosedError(
+        `the LockClient was closed while this withLock body ran: close() released lock "${this.name}" ` +
+          'before the body was done (its signal had aborted)',
+      );
+    }
     await this.releaseHold(owner, hold);
     await this.requireReplicas('release');
   }
@@ -298,10 +358,18 @@ export abstract class BaseLock implements RLock {
     signal: AbortSignal;
     body?: Frame;
     onHeldElsewhere: () => void;
-  }): Promise<boolean> {
+  }): Promise<Hold | false> {
     const { waitTime, leaseTime, signal, body, onHeldElsewhere } = options;
     const how = { body, quiet: true, failFast: true, onHeldElsewhere };
-    return (await this.acquire(waitTime, leaseTime, signal, how)) !== false;
+    const acquired = await this.acquire(waitTime, leaseTime, signal, how);
+    return acquired === false ? false : acquired.hold;
+  }
+
+  /** A group lock's release of the hold it took of this member (see tryLockAsMember). */
+  async releaseAsMember(hold: Hold): Promise<void> {
+    this.throwIfClosed('closed');
+    await this.releaseHold(this.currentOwner(), hold);
+    await this.requireReplicas('release');
   }
 
   /** The owner id the current caller acts for on this lock. */
@@ -447,8 +515,13 @@ export abstract class BaseLock implements RLock {
       sentAt = performance.now();
       void this.confirm(owner, leaseMs);
     }
-    const hold: Hold = { latch, leaseTime, entry, reopen: this.reopen };
-    context.book.add(this.name, owner, hold, sentAt + leaseMs, holder, how.quiet);
+    const hold: Hold = { latch, leaseTime, entry, reopen: this.reopen, body: how.body };
+    context.book.add(this.name, owner, hold, sentAt + leaseMs, holder, {
+      quiet: how.quiet,
+      explicit: currentTask()?.ownerId !== undefined,
+    });
+    // The client's entry (see ClientRegistry) must outlive this lease too, however long the wait was.
+    context.registry.keepFor(leaseMs);
     if (leaseTime < 0) context.watchdog.start();
     try {
       await this.requireReplicas('acquire');

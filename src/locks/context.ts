@@ -1,5 +1,6 @@
 import type { FairWaiters } from '../fair-waiters';
 import type { HoldBook } from '../holds';
+import type { Frame } from '../owner';
 import type { OwnerGates } from '../owner-gate';
 import type { Subscriber } from '../pubsub';
 import type { RedisCalls } from '../redis-call';
@@ -44,8 +45,8 @@ export interface LockContext {
   readonly keyPrefix: string;
   /** Whether the connection is a Redis Cluster. */
   readonly cluster: boolean;
-  /** Counts a running withLock body, for close() to wait for; call the result when it is done. */
-  trackBody(): () => void;
+  /** Counts a running withLock body (its frame), for close() to wait for; call the result when it is done. */
+  trackBody(body: Frame): () => void;
   /** The client's pub/sub, ready within the limits (it may first ask a cluster what it supports). */
   subscriber(name: string, limits: StepLimits): Promise<Subscriber>;
   reportRedisError(report: RedisErrorReport): void;

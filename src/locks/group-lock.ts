@@ -1,3 +1,4 @@
+import { onAbort } from '../abort';
 import { LockLostError, LockTimeoutError, RedisUnavailableError } from '../errors';
 import type { LostLease } from '../holds';
 import { Frame, runInCurrentOrNewTask, runInFrame } from '../owner';
@@ -9,6 +10,7 @@ import {
   isOptionsObject,
   parseLockOptions as parseOptions,
 } from '../validate';
+import type { Hold } from '../holds';
 import { BaseLock } from './base-lock';
 import { quorumAtLeast, quorumDeleted, quorumReleased, quorumSaysYes } from './quorum';
 import type { RedisErrorReport } from './context';
@@ -41,8 +43,8 @@ export interface GroupRules {
   /** The client that made the group: where its lost lease and outages are reported. */
   reportLost(lost: LostLease): void;
   reportRedisError(report: RedisErrorReport): void;
-  /** Counts a running withLock body for the client's close(); call the result when done. */
-  trackBody(): () => void;
+  /** Counts a running withLock body (its frame) for the client's close(); call the result when done. */
+  trackBody(body: Frame): () => void;
   /** The client's close: a group made by a closed client takes nothing more. */
   closing: AbortSignal;
 }
@@ -60,8 +62,14 @@ const holdingWait = (): number => 50 + Math.random() * 100;
 /** Calls off the members still being asked once a round is decided. */
 class RoundDecided extends Error {}
 
+/** A member a round took, and the hold it took of it. */
+interface Taken {
+  member: BaseLock;
+  hold: Hold;
+}
+
 interface Round {
-  taken: BaseLock[];
+  taken: Taken[];
   /** The last member error, if any. */
   error?: unknown;
   /** How many members failed with an error, or were called off before they answered at all. */
@@ -70,6 +78,7 @@ interface Round {
 
 /** The members one acquisition of the group holds, watched for lost leases. */
 interface Tracker {
+  readonly taken: Taken[];
   readonly controller: AbortController;
   dispose(): void;
 }
@@ -146,12 +155,18 @@ export class GroupLock implements RLock {
    * the current owner held none.
    */
   async unlock(): Promise<void> {
-    this.untrack();
-    await quorumReleased(
-      this.members.map((member) => member.unlock()),
-      this.rules.quorum,
-      this.name,
-    );
+    const tracker = this.untrack();
+    // Without a record of this owner's acquisition (taken through another object over the same
+    // locks), every member is asked to let go.
+    const releases = tracker
+      ? tracker.taken.map(({ member, hold }) => member.releaseAsMember(hold))
+      : this.members.map((member) => member.unlock());
+    await quorumReleased(releases, {
+      allOrNothing: this.rules.quorum === this.members.length,
+      stillHeld: this.rules.quorum - 1,
+      groupName: this.name,
+      ownerId: this.ownerKey(),
+    });
   }
 
   /** Deletes every member; true when one existed. Answers once a quorum of members answered. */
@@ -209,17 +224,18 @@ export class GroupLock implements RLock {
       else if (!(await this.acquire(waitTime, parsed.leaseTime, parsed.signal, body))) {
         throw new LockTimeoutError(this.name, waitTime);
       }
-      const lost =
-        this.trackers.get(this.ownerKey())?.at(-1)?.controller.signal ?? new AbortController().signal;
-      const signal = parsed.signal ? AbortSignal.any([lost, parsed.signal]) : lost;
-      const done = this.rules.trackBody();
+      const held = this.trackers.get(this.ownerKey())?.at(-1)?.controller ?? new AbortController();
+      const userSignal = parsed.signal;
+      const stopListening = userSignal && onAbort(userSignal, () => held.abort(userSignal.reason));
+      const done = this.rules.trackBody(body);
       let result: T;
       try {
-        result = await runInFrame(body, () => fn({ signal }));
+        result = await runInFrame(body, () => fn({ signal: held.signal }));
       } catch (error) {
         await this.unlock().catch(() => undefined);
         throw error;
       } finally {
+        stopListening?.();
         done();
       }
       await this.unlock();
@@ -334,7 +350,7 @@ export class GroupLock implements RLock {
             review();
           },
         });
-        if (acquired) round.taken.push(member);
+        if (acquired) round.taken.push({ member, hold: acquired });
         else failed += 1;
       } catch (error) {
         failed += 1;
@@ -361,12 +377,12 @@ export class GroupLock implements RLock {
     return this.rules.validity(lease, elapsed) > 0;
   }
 
-  private async shortenLeases(taken: BaseLock[], leaseTime: number): Promise<void> {
-    await Promise.all(taken.map((member) => member.shortenLease(leaseTime)));
+  private async shortenLeases(taken: Taken[], leaseTime: number): Promise<void> {
+    await Promise.all(taken.map(({ member }) => member.shortenLease(leaseTime)));
   }
 
-  private async release(taken: BaseLock[]): Promise<void> {
-    await Promise.allSettled(taken.map((member) => member.unlock()));
+  private async release(taken: Taken[]): Promise<void> {
+    await Promise.allSettled(taken.map(({ member, hold }) => member.releaseAsMember(hold)));
   }
 
   /** Whose acquisitions of this group the trackers are: the owner the first member acts for. */
@@ -376,40 +392,59 @@ export class GroupLock implements RLock {
 
   /**
    * Watches the members this acquisition holds: once fewer than the quorum are, the group's loss
-   * is reported (members are held quietly) and withLock's signal aborts.
+   * is reported (members are held quietly) and withLock's signal aborts. Nothing here refers to
+   * the group itself: a group dropped while it holds must be collectable, so that its members'
+   * holds are found orphaned.
    */
-  private track(taken: BaseLock[]): void {
+  private track(taken: Taken[]): void {
     const key = this.ownerKey();
-    const controller = new AbortController();
-    const watches = taken.map((member) => member.watchCurrentHold()).filter((watch) => watch !== undefined);
-    let held = watches.length;
-    const onLost = (event: Event): void => {
-      held -= 1;
-      if (held >= this.rules.quorum || controller.signal.aborted) return;
-      const cause = (event.target as AbortSignal).reason as Error;
-      const reason = `fewer than ${this.rules.quorum} of its ${this.members.length} locks are held: ${cause.message}`;
-      controller.abort(new LockLostError(this.name, key, 'quorum-lost', reason));
-      this.rules.reportLost({ name: this.name, ownerId: key, code: 'quorum-lost', reason });
-    };
-    for (const watch of watches) watch.signal.addEventListener('abort', onLost, { once: true });
-    const tracker: Tracker = {
-      controller,
-      dispose: () => {
-        for (const watch of watches) {
-          watch.signal.removeEventListener('abort', onLost);
-          watch.dispose();
-        }
-      },
-    };
+    const tracker = watchQuorum(taken, this.rules, this.name, this.members.length, key);
     const list = this.trackers.get(key) ?? [];
     list.push(tracker);
     this.trackers.set(key, list);
   }
 
-  private untrack(): void {
+  /** The current owner's newest acquisition of this group, no longer watched. */
+  private untrack(): Tracker | undefined {
     const key = this.ownerKey();
     const list = this.trackers.get(key);
-    list?.pop()?.dispose();
+    const tracker = list?.pop();
+    tracker?.dispose();
     if (list?.length === 0) this.trackers.delete(key);
+    return tracker;
   }
+}
+
+/** See GroupLock.track: a function of its own, so that its closures keep no group alive. */
+function watchQuorum(
+  taken: Taken[],
+  rules: Pick<GroupRules, 'quorum' | 'reportLost'>,
+  name: string,
+  members: number,
+  ownerId: string,
+): Tracker {
+  const controller = new AbortController();
+  const watches = taken.map(({ member }) => member.watchCurrentHold()).filter((watch) => watch !== undefined);
+  let held = watches.length;
+  const onLost = (event: Event): void => {
+    held -= 1;
+    if (held >= rules.quorum || controller.signal.aborted) return;
+    const cause = (event.target as AbortSignal).reason as Error;
+    // The group itself was dropped: its members report themselves as orphaned.
+    if (cause instanceof LockLostError && cause.lostCode === 'orphaned') return controller.abort(cause);
+    const reason = `fewer than ${rules.quorum} of its ${members} locks are held: ${cause.message}`;
+    controller.abort(new LockLostError(name, ownerId, 'quorum-lost', reason));
+    rules.reportLost({ name, ownerId, code: 'quorum-lost', reason });
+  };
+  for (const watch of watches) watch.signal.addEventListener('abort', onLost, { once: true });
+  return {
+    taken,
+    controller,
+    dispose: () => {
+      for (const watch of watches) {
+        watch.signal.removeEventListener('abort', onLost);
+        watch.dispose();
+      }
+    },
+  };
 }

@@ -86,16 +86,17 @@ export function quorumDeleted(work: Array<Promise<boolean>>, quorum: number): Pr
 }
 
 /**
- * unlock. All-or-nothing (quorum = every member, MultiLock): every member must be released.
- * Otherwise (RedLock) it is done once enough members are let go (released, or not held by this
- * owner) that fewer than a quorum can still be held, one of them released: a master that is down
- * does not hold the answer up (its hold ends with its lease). Nothing released: LockNotHeldError.
+ * unlock. All-or-nothing (MultiLock): every member must be released. Otherwise (RedLock) it is
+ * done once so many members are let go (released, or not held by this owner) that at most
+ * `stillHeld` (quorum - 1) can still be held, one of them released: a master that is down does not
+ * hold the answer up (its hold ends with its lease). Nothing released: LockNotHeldError.
  */
-export function quorumReleased(work: Array<Promise<void>>, quorum: number, groupName: string): Promise<void> {
-  const members = work.length;
-  const allOrNothing = quorum === members;
-  const needed = allOrNothing ? members : members - quorum + 1;
-  const notHeld = new LockNotHeldError(groupName, 'the current owner');
+export function quorumReleased(
+  work: Array<Promise<void>>,
+  rule: { allOrNothing: boolean; stillHeld: number; groupName: string; ownerId: string },
+): Promise<void> {
+  const needed = rule.allOrNothing ? work.length : Math.max(1, work.length - rule.stillHeld);
+  const notHeld = new LockNotHeldError(rule.groupName, rule.ownerId);
   return tally(
     work.map((promise) =>
       promise.then(
@@ -109,7 +110,7 @@ export function quorumReleased(work: Array<Promise<void>>, quorum: number, group
     ({ values, errors, pending }) => {
       if (values.length + pending < needed) return { error: errors[0] };
       if (values.length < needed) return undefined;
-      if (allOrNothing) return values.includes('not held') ? { error: notHeld } : { value: undefined };
+      if (rule.allOrNothing) return values.includes('not held') ? { error: notHeld } : { value: undefined };
       return values.includes('released') ? { value: undefined } : { error: notHeld };
     },
   );
