@@ -1,4 +1,4 @@
-import { contentionFigures, jainIndex, percentile } from '../bench/stats';
+import { contentionFigures, jainIndex, median, percentile } from '../bench/stats';
 
 // The benchmark's figures are only as good as their arithmetic: checked here on made-up runs.
 const hold = (worker: number, requestedAt: number, acquiredAt: number, releasedAt: number) => ({
@@ -12,6 +12,12 @@ describe('benchmark figures', () => {
   test('Jain index is 1 for equal shares and 1/n when one worker gets everything', () => {
     expect(jainIndex([5, 5, 5, 5])).toBeCloseTo(1);
     expect(jainIndex([20, 0, 0, 0])).toBeCloseTo(0.25);
+  });
+
+  test('a median is the middle value, or the mean of the two middle ones', () => {
+    expect(median([5, 1, 4])).toBe(4);
+    expect(median([5, 1, 4, 2])).toBe(3);
+    expect(median([])).toBeNaN();
   });
 
   test('percentiles pick from the sorted values', () => {

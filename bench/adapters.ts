@@ -29,13 +29,55 @@ export interface LibraryOptions {
 export const LIBRARIES = ['rlock', 'rlock-fair', 'redlock', 'redis-semaphore', 'node-redisson'] as const;
 export type LibraryName = (typeof LIBRARIES)[number];
 
-export const LABELS: Record<LibraryName, string> = {
+/**
+ * Not a lock library: the two commands every lock needs at least, SET NX PX and a compare-and-delete
+ * script (EVALSHA, as every library sends its scripts). Figures per pair are judged against it.
+ */
+export const BASELINE = 'set-nx' as const;
+export type Subject = LibraryName | typeof BASELINE;
+
+export const LABELS: Record<Subject, string> = {
   rlock: 'rlock getLock',
   'rlock-fair': 'rlock getFairLock',
   redlock: 'redlock 5',
   'redis-semaphore': 'redis-semaphore Mutex',
   'node-redisson': 'node-redisson getLock',
+  [BASELINE]: 'SET NX PX + compare-and-delete EVAL',
 };
+
+/** The libraries rlock is compared with. */
+export const PEERS: LibraryName[] = ['redlock', 'redis-semaphore', 'node-redisson'];
+
+const COMPARE_AND_DELETE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
+
+/** The baseline as a Library: lock() fails instead of waiting (it is only measured uncontended). */
+export function openBaseline(port: number): Library {
+  const redis = new Redis({ port, host: '127.0.0.1' });
+  redis.defineCommand('compareAndDelete', { lua: COMPARE_AND_DELETE, numberOfKeys: 1 });
+  const del = redis as unknown as { compareAndDelete(key: string, token: string): Promise<number> };
+  const prefix = `${process.pid}:${Date.now()}`;
+  let count = 0;
+  const lock = async (key: string): Promise<Release> => {
+    const token = `${prefix}:${(count += 1)}`;
+    if ((await redis.set(key, token, 'PX', 30_000, 'NX')) !== 'OK') throw new Error(`${key} is taken`);
+    return async () => {
+      await del.compareAndDelete(key, token);
+    };
+  };
+  return {
+    lock,
+    holdRenewed: lock,
+    renewalPeriodMs: Number.NaN,
+    async close() {
+      redis.disconnect();
+    },
+  };
+}
+
+/** A library, or the baseline. */
+export function openSubject(name: Subject, port: number): Promise<Library> {
+  return name === BASELINE ? Promise.resolve(openBaseline(port)) : openLibrary(name, port);
+}
 
 export async function openLibrary(
   name: LibraryName,

@@ -32,13 +32,18 @@ function progress(text: string): void {
 
 type Scenario<T> = (name: LibraryName, settings: Settings) => Promise<Outcome<T>>;
 
+/** Whether a scenario runs: all by default, one with --only. */
+function runs(title: string): boolean {
+  return !only || title.startsWith(only);
+}
+
 async function eachLibrary<T>(
   title: string,
   scenario: Scenario<T>,
   settings: Settings,
 ): Promise<Partial<Record<LibraryName, Outcome<T>>>> {
   const outcomes: Partial<Record<LibraryName, Outcome<T>>> = {};
-  if (only && !title.startsWith(only)) return outcomes;
+  if (!runs(title)) return outcomes;
   for (const [i, name] of LIBRARIES.entries()) {
     progress(`${title}: ${LABELS[name]} (${i + 1}/${LIBRARIES.length})`);
     await settings.admin.flushall();
@@ -84,12 +89,22 @@ async function main(): Promise<void> {
         os: `${type()} ${release()}`,
       },
       ping,
-      uncontended: await eachLibrary('uncontended', uncontended, settings),
-      contended: await eachLibrary('contended', contended, settings),
-      idleWaiters: await eachLibrary('idle waiters', idleWaiters, settings),
-      manyLocks: await eachLibrary('many locks', manyLocks, settings),
-      watchdog: await eachLibrary('watchdog at scale', watchdogAtScale, settings),
+      uncontended: {},
+      contended: {},
+      idleWaiters: {},
+      manyLocks: {},
+      watchdog: {},
     };
+    if (runs('uncontended')) {
+      progress('uncontended: every library and SET NX + EVAL, side by side');
+      const { latency, cost } = await uncontended(settings);
+      results.uncontended = latency;
+      results.pairCost = cost;
+    }
+    results.contended = await eachLibrary('contended', contended, settings);
+    results.idleWaiters = await eachLibrary('idle waiters', idleWaiters, settings);
+    results.manyLocks = await eachLibrary('many locks', manyLocks, settings);
+    results.watchdog = await eachLibrary('watchdog at scale', watchdogAtScale, settings);
     progress('done\n');
 
     console.log(`\n${tables(results)}\n\n${headline(results).join('\n')}\n`);
