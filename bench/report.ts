@@ -50,6 +50,7 @@ export function tables(results: Results): string {
   const ping = results.ping.p50;
   const x = (ms: number): string => `${num(ms / ping, 1)}x`;
   const fastestPeer = Math.min(...PEERS.map((peer) => ok(results.uncontended[peer])?.p50 ?? Infinity));
+  const bestMany = Math.max(...PEERS.map((peer) => ok(results.manyLocks[peer])?.opsPerSecond ?? -Infinity));
   return [
     `PING round trip (p50 / p99): ${num(results.ping.p50, 3)} / ${num(results.ping.p99, 3)} ms — the baseline.`,
     '',
@@ -88,9 +89,15 @@ export function tables(results: Results): string {
     '',
     '### Many locks: distinct locks acquired and released concurrently from one process',
     '',
-    '| library | locks | ops/s |',
-    '|---|---:|---:|',
-    ...rows(results.manyLocks, 2, (v) => [String(v.locks), num(v.opsPerSecond, 0)]),
+    '| library | locks | ops/s (median of rounds) | slowest / fastest round | / best peer | client CPU µs per lock |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows(results.manyLocks, 5, (v) => [
+      String(v.locks),
+      num(v.opsPerSecond, 0),
+      v.range ? `${num(v.range[0], 0)} / ${num(v.range[1], 0)}` : '–',
+      `${num(v.opsPerSecond / bestMany, 2)}x`,
+      num(v.clientMicros ?? Number.NaN, 1),
+    ]),
     '',
     '### Watchdog at scale: locks held with the library’s own renewal, lease 3 s',
     '',
@@ -254,6 +261,8 @@ ${tables(results)}
 - **Watchdog at scale**: what keeping many locks alive costs Redis; each library renews on its own
   period (rlock and node-redisson every lease / 3, redis-semaphore every 0.8 × lease, redlock
   \`using()\` when the lease is about to run out).
+- **Many locks**: the libraries take turns in 3 rounds; the median round is reported, with the
+  slowest and the fastest. Client CPU decides this figure: Redis is far from busy.
 - A library that fails or strands waiters in a scenario has that written in its row.
 
 ## Machine
