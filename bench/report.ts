@@ -83,6 +83,8 @@ export function tables(results: Results): string {
     '',
     '### Idle waiters: 200 waiters on a held lock for 3 s, then the release',
     '',
+    'Commands as Redis counts them (INFO total_commands_processed): those a script runs count too.',
+    '',
     '| library | Redis commands/s while waiting | drain all 200 after release, ms |',
     '|---|---:|---:|',
     ...rows(results.idleWaiters, 2, (v) => [num(v.commandsPerSecond, 0), num(v.drainMs, 0)]),
