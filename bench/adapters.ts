@@ -18,6 +18,11 @@ export interface Library {
   holdRenewed(key: string): Promise<Release>;
   /** How often the library renews a held lock, in ms. */
   renewalPeriodMs: number;
+  /**
+   * The period of a timer that keeps waiters alive in Redis, in ms (rlock's watchdog refreshes
+   * fair-lock places); undefined when waiters poll or sleep instead.
+   */
+  waiterTimerMs?: number;
   close(): Promise<void>;
 }
 
@@ -100,6 +105,7 @@ export async function openLibrary(
         lock: take,
         holdRenewed: take,
         renewalPeriodMs: watchdogTimeout / 3,
+        waiterTimerMs: Math.min(watchdogTimeout, client.fairLockWaitTimeout) / 3,
         async close() {
           await client.close();
           redis.disconnect();

@@ -81,7 +81,7 @@ export function tables(results: Results): string {
       String(v.overlaps),
     ]),
     '',
-    '### Idle waiters: 200 waiters on a held lock for 3 s, then the release',
+    '### Idle waiters: 200 waiters on a held lock for a few seconds, then the release',
     '',
     'Commands as Redis counts them (INFO total_commands_processed): those a script runs count too.',
     '',
@@ -260,6 +260,8 @@ ${tables(results)}
   user + system time of the benchmark process per pair. *Keys left*: DBSIZE after a block, per
   pair (latches and other keys a release leaves behind).
 - **Idle waiters**: what waiting costs Redis (polling shows here), then how fast a queue of 200 drains.
+  Watched for 3 s, or for whole periods of the timer that keeps waiters alive where a library has
+  one (rlock: 2 × fairLockWaitTimeout / 3, 6.7 s by default; one period with \`--quick\`).
 - **Watchdog at scale**: what keeping many locks alive costs Redis; each library renews on its own
   period (rlock and node-redisson every lease / 3, redis-semaphore every 0.8 × lease, redlock
   \`using()\` when the lease is about to run out).

@@ -347,7 +347,18 @@ export interface IdleWaiters {
   drainMs: number;
 }
 
-/** 200 waiters on a held lock for 3 s (2 s with --quick), then the release; each takes the lock once. */
+/**
+ * How long idle waiters are watched: 3 s (2 s with --quick), or whole periods of the timer that
+ * keeps them alive (one with --quick, two otherwise) where the library has one. A window shorter
+ * than that timer may see no refresh at all: --quick saw 0 commands/s for 200 fair-lock waiters
+ * that cost 60 every second.
+ */
+function idleWindowMs(lib: Library, settings: Settings): number {
+  if (lib.waiterTimerMs === undefined) return settings.quick ? 2_000 : 3_000;
+  return lib.waiterTimerMs * (settings.quick ? 1 : 2);
+}
+
+/** 200 waiters on a held lock for the idle window, then the release; each takes the lock once. */
 export async function idleWaiters(name: LibraryName, settings: Settings): Promise<Outcome<IdleWaiters>> {
   const waiters = 200;
   const lib = await openLibrary(name, settings.port);
@@ -367,7 +378,7 @@ export async function idleWaiters(name: LibraryName, settings: Settings): Promis
     await sleep(500); // every waiter has made its first attempt and settled into waiting
     const before = await commandsProcessed(settings.admin);
     const started = now();
-    await sleep(settings.quick ? 2_000 : 3_000);
+    await sleep(idleWindowMs(lib, settings));
     const commandsPerSecond =
       ((await commandsProcessed(settings.admin)) - before - 1) / ((now() - started) / 1000);
     const releasedAt = now();
