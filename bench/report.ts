@@ -10,6 +10,7 @@ import {
 } from './scenarios';
 import type { ContentionFigures } from './stats';
 import { barChart } from './svg';
+import { judge, verdictTable } from './targets';
 
 export interface Results {
   date: string;
@@ -136,6 +137,11 @@ function pairCostTable(costs: Partial<Record<Subject, Outcome<PairCost>>>): stri
   ];
 }
 
+/** The issue 12 targets judged on this run, as a table. */
+export function targetsTable(results: Results): string {
+  return verdictTable(judge(results));
+}
+
 /** rlock's figures divided by the best other library's, for the headline. */
 export function headline(results: Results): string[] {
   const peers = PEERS;
@@ -240,6 +246,10 @@ Run of ${results.date}${results.quick ? ' (`--quick`: shorter runs, fewer locks)
 
 ${tables(results)}
 
+### Targets (issue 12)
+
+${targetsTable(results)}
+
 ## How to read it
 
 - **Contended**: 8 worker processes, each with its own connections, loop lock → hold 2 ms → unlock →
@@ -267,6 +277,8 @@ ${tables(results)}
   \`using()\` when the lease is about to run out).
 - **Many locks**: the libraries take turns in 3 rounds; the median round is reported, with the
   slowest and the fastest. Client CPU decides this figure: Redis is far from busy.
+- **Targets**: issue 12's limits on this run's ratios; \`npm run bench -- --check\` runs only the
+  scenarios they need and exits non-zero when one is missed.
 - A library that fails or strands waiters in a scenario has that written in its row.
 
 ## Machine
@@ -279,6 +291,7 @@ ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}; Redis $
 npm ci
 npm run bench              # about 4 minutes
 npm run bench -- --quick   # under 2 minutes, same shape
+npm run bench -- --check   # the targets only; exits 1 when one is missed (add --quick for a fast look)
 \`\`\`
 
 It starts its own \`redis-server\` (≥ 6.2 on PATH) on a free port, writes

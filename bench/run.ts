@@ -2,13 +2,16 @@
  * `npm run bench [-- --quick]`: rlock and the libraries people would otherwise pick, side by side on
  * one fresh redis-server, in one run. Prints a table, writes bench/results/<timestamp>.json and
  * regenerates docs/benchmarks.md with its charts.
+ *
+ * `npm run bench -- --check [--quick]`: only the scenarios the issue 12 targets need (bench/targets.ts);
+ * prints each target with its figure and exits 1 when one is missed. Writes nothing.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release, totalmem, type } from 'node:os';
 import { resolve } from 'node:path';
 import { startRedis } from '../__tests__/helpers/redis-server';
 import { LABELS, LIBRARIES, type LibraryName } from './adapters';
-import { charts, headline, markdown, tables, type Results } from './report';
+import { charts, headline, markdown, tables, targetsTable, type Results } from './report';
 import {
   contended,
   idleWaiters,
@@ -19,8 +22,10 @@ import {
   type Outcome,
   type Settings,
 } from './scenarios';
+import { judge } from './targets';
 
 const quick = process.argv.includes('--quick');
+const check = process.argv.includes('--check');
 /** `--only <scenario>` runs one scenario and writes nothing (for working on one figure). */
 const onlyIndex = process.argv.indexOf('--only');
 const only = onlyIndex >= 0 ? process.argv[onlyIndex + 1] : undefined;
@@ -32,9 +37,10 @@ function progress(text: string): void {
 
 type Scenario<T> = (name: LibraryName, settings: Settings) => Promise<Outcome<T>>;
 
-/** Whether a scenario runs: all by default, one with --only. */
+/** Whether a scenario runs: all by default, one with --only, those the targets need with --check. */
 function runs(title: string): boolean {
-  return !only || title.startsWith(only);
+  if (only) return title.startsWith(only);
+  return !check || ['uncontended', 'idle waiters', 'many locks'].includes(title);
 }
 
 async function eachLibrary<T>(
@@ -111,6 +117,13 @@ async function main(): Promise<void> {
     progress('done\n');
 
     console.log(`\n${tables(results)}\n\n${headline(results).join('\n')}\n`);
+    console.log(`Targets (issue 12):\n\n${targetsTable(results)}\n`);
+    if (check) {
+      const missed = judge(results).filter((verdict) => !verdict.pass).length;
+      console.log(missed === 0 ? 'check: every target met' : `check: ${missed} target(s) missed`);
+      process.exitCode = missed === 0 ? 0 : 1;
+      return;
+    }
     if (only) return;
     const resultsDir = resolve(root, 'bench', 'results');
     mkdirSync(resultsDir, { recursive: true });
