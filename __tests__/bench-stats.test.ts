@@ -1,4 +1,6 @@
-import { contentionFigures, jainIndex, percentile } from '../bench/stats';
+import type { Results } from '../bench/report';
+import { contentionFigures, jainIndex, median, percentile } from '../bench/stats';
+import { judge, TARGETS } from '../bench/targets';
 
 // The benchmark's figures are only as good as their arithmetic: checked here on made-up runs.
 const hold = (worker: number, requestedAt: number, acquiredAt: number, releasedAt: number) => ({
@@ -12,6 +14,12 @@ describe('benchmark figures', () => {
   test('Jain index is 1 for equal shares and 1/n when one worker gets everything', () => {
     expect(jainIndex([5, 5, 5, 5])).toBeCloseTo(1);
     expect(jainIndex([20, 0, 0, 0])).toBeCloseTo(0.25);
+  });
+
+  test('a median is the middle value, or the mean of the two middle ones', () => {
+    expect(median([5, 1, 4])).toBe(4);
+    expect(median([5, 1, 4, 2])).toBe(3);
+    expect(median([])).toBeNaN();
   });
 
   test('percentiles pick from the sorted values', () => {
@@ -38,5 +46,64 @@ describe('benchmark figures', () => {
     const figures = contentionFigures([hold(1, 0, 5, 7), hold(2, 1, 2, 4), hold(3, 2, 3, 4.5)], 1, 2);
     expect(figures.overtakesPerAcquisition).toBeCloseTo(2 / 3);
     expect(figures.overlaps).toBe(1);
+  });
+});
+
+// A run where rlock is `factor` times the figure each target allows (1: exactly at the limit).
+function run(factor: number): Results {
+  const latency = (p50: number) => ({ p50, p99: p50 * 2 });
+  const cost = (redisMicros: number) => ({
+    sequentialP50: 0.1,
+    redisMicros,
+    clientMicros: 50,
+    commands: 2,
+    keysLeft: 0,
+  });
+  const many = (opsPerSecond: number) => ({ locks: 10_000, opsPerSecond });
+  return {
+    date: '',
+    quick: true,
+    machine: { cpu: '', cores: 2, memoryGiB: 1, node: '', redis: '', os: '' },
+    ping: latency(0.05),
+    uncontended: {
+      rlock: latency(0.11 * factor),
+      'rlock-fair': latency(0.125 * factor),
+      redlock: latency(0.2),
+      'redis-semaphore': latency(0.1),
+      'node-redisson': { failed: 'no figure' },
+    },
+    pairCost: { 'set-nx': cost(3), rlock: cost(6 * factor), 'rlock-fair': cost(9) },
+    contended: {},
+    idleWaiters: { 'rlock-fair': { commandsPerSecond: 20 * factor, drainMs: 100 } },
+    manyLocks: {
+      rlock: many(20_000 / factor),
+      'rlock-fair': many(16_000 / factor),
+      redlock: many(10_000),
+      'redis-semaphore': many(20_000),
+    },
+    watchdog: {},
+  };
+}
+
+describe('issue 12 targets', () => {
+  test('a figure at its limit passes, a worse one fails, each against the best peer that has one', () => {
+    const atLimit = judge(run(1));
+    expect(atLimit.map((verdict) => verdict.pass)).toEqual(TARGETS.map(() => true));
+    expect(atLimit.map((verdict) => verdict.measured)).toEqual(
+      [1.1, 1.25, 1, 0.8, 2, 20].map((v) => expect.closeTo(v, 9)),
+    );
+    expect(judge(run(1.01)).filter((verdict) => verdict.pass)).toEqual([]);
+  });
+
+  test('a target whose figure is missing fails', () => {
+    const results = run(1);
+    results.pairCost = undefined;
+    results.manyLocks = { rlock: { failed: 'stranded' } };
+    const verdicts = judge(results);
+    expect(verdicts.filter((verdict) => !verdict.pass).map((verdict) => verdict.measured)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 });

@@ -1,52 +1,72 @@
-import { LABELS, LIBRARIES, type LibraryName } from './adapters';
-import type { IdleWaiters, Latency, ManyLocks, Outcome, WatchdogScale } from './scenarios';
+import { BASELINE, LABELS, LIBRARIES, PEERS, type LibraryName, type Subject } from './adapters';
+import {
+  ok,
+  type IdleWaiters,
+  type Latency,
+  type ManyLocks,
+  type Outcome,
+  type PairCost,
+  type WatchdogScale,
+} from './scenarios';
 import type { ContentionFigures } from './stats';
 import { barChart } from './svg';
+import { judge, verdictTable } from './targets';
 
 export interface Results {
   date: string;
   quick: boolean;
   machine: { cpu: string; cores: number; memoryGiB: number; node: string; redis: string; os: string };
   ping: Latency;
-  uncontended: Partial<Record<LibraryName, Outcome<Latency>>>;
+  /** Interleaved pair by pair (runs before issue 12: each library alone, one after the other). */
+  uncontended: Partial<Record<Subject, Outcome<Latency>>>;
+  /** Blocks of sequential pairs per subject; absent from runs before issue 12. */
+  pairCost?: Partial<Record<Subject, Outcome<PairCost>>>;
   contended: Partial<Record<LibraryName, Outcome<ContentionFigures>>>;
   idleWaiters: Partial<Record<LibraryName, Outcome<IdleWaiters>>>;
   manyLocks: Partial<Record<LibraryName, Outcome<ManyLocks>>>;
   watchdog: Partial<Record<LibraryName, Outcome<WatchdogScale>>>;
 }
 
-const ok = <T extends object>(outcome: Outcome<T> | undefined): T | undefined =>
-  outcome && !('failed' in outcome) ? outcome : undefined;
-
 const num = (value: number, digits = 2): string => (Number.isFinite(value) ? value.toFixed(digits) : '–');
 
-/** A table row per library: its cells, or the reason it failed across the row. */
+/** A table row per library (and the baseline where measured): its cells, or why it failed. */
 function rows<T extends object>(
-  outcomes: Partial<Record<LibraryName, Outcome<T>>>,
+  outcomes: Partial<Record<Subject, Outcome<T>>>,
   columns: number,
   cells: (value: T) => string[],
 ): string[] {
-  return LIBRARIES.filter((name) => outcomes[name] !== undefined).map((name) => {
-    const outcome = outcomes[name] as Outcome<T>;
-    const values =
-      'failed' in outcome
-        ? [`**failed:** ${outcome.failed}`, ...Array(columns - 1).fill('')]
-        : cells(outcome);
-    return `| ${LABELS[name]} | ${values.join(' | ')} |`;
-  });
+  return [BASELINE, ...LIBRARIES]
+    .filter((name) => outcomes[name] !== undefined)
+    .map((name) => {
+      const outcome = outcomes[name] as Outcome<T>;
+      const values =
+        'failed' in outcome
+          ? [`**failed:** ${outcome.failed}`, ...Array(columns - 1).fill('')]
+          : cells(outcome);
+      return `| ${LABELS[name]} | ${values.join(' | ')} |`;
+    });
 }
 
 export function tables(results: Results): string {
   const ping = results.ping.p50;
   const x = (ms: number): string => `${num(ms / ping, 1)}x`;
+  const fastestPeer = Math.min(...PEERS.map((peer) => ok(results.uncontended[peer])?.p50 ?? Infinity));
+  const bestMany = Math.max(...PEERS.map((peer) => ok(results.manyLocks[peer])?.opsPerSecond ?? -Infinity));
   return [
     `PING round trip (p50 / p99): ${num(results.ping.p50, 3)} / ${num(results.ping.p99, 3)} ms — the baseline.`,
     '',
-    '### Uncontended lock + unlock',
+    // Runs before the side-by-side scenario measured each library alone, one after the other.
+    `### Uncontended lock + unlock, ${results.pairCost ? 'interleaved pair by pair' : 'each library alone'}`,
     '',
-    '| library | p50 ms | p99 ms | p50 in PINGs |',
-    '|---|---:|---:|---:|',
-    ...rows(results.uncontended, 3, (v) => [num(v.p50, 3), num(v.p99, 3), x(v.p50)]),
+    '| library | p50 ms | p99 ms | p50 in PINGs | p50 / fastest peer |',
+    '|---|---:|---:|---:|---:|',
+    ...rows(results.uncontended, 4, (v) => [
+      num(v.p50, 3),
+      num(v.p99, 3),
+      x(v.p50),
+      `${num(v.p50 / fastestPeer, 2)}x`,
+    ]),
+    ...(results.pairCost ? ['', ...pairCostTable(results.pairCost)] : []),
     '',
     '### Contended: 8 processes, hold 2 ms, think 1 ms',
     '',
@@ -62,7 +82,9 @@ export function tables(results: Results): string {
       String(v.overlaps),
     ]),
     '',
-    '### Idle waiters: 200 waiters on a held lock for 3 s, then the release',
+    '### Idle waiters: 200 waiters on a held lock for a few seconds, then the release',
+    '',
+    'Commands as Redis counts them (INFO total_commands_processed): those a script runs count too.',
     '',
     '| library | Redis commands/s while waiting | drain all 200 after release, ms |',
     '|---|---:|---:|',
@@ -70,9 +92,15 @@ export function tables(results: Results): string {
     '',
     '### Many locks: distinct locks acquired and released concurrently from one process',
     '',
-    '| library | locks | ops/s |',
-    '|---|---:|---:|',
-    ...rows(results.manyLocks, 2, (v) => [String(v.locks), num(v.opsPerSecond, 0)]),
+    '| library | locks | ops/s (median of rounds) | slowest / fastest round | / best peer | client CPU µs per lock |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows(results.manyLocks, 5, (v) => [
+      String(v.locks),
+      num(v.opsPerSecond, 0),
+      v.range ? `${num(v.range[0], 0)} / ${num(v.range[1], 0)}` : '–',
+      `${num(v.opsPerSecond / bestMany, 2)}x`,
+      num(v.clientMicros ?? Number.NaN, 1),
+    ]),
     '',
     '### Watchdog at scale: locks held with the library’s own renewal, lease 3 s',
     '',
@@ -87,9 +115,36 @@ export function tables(results: Results): string {
   ].join('\n');
 }
 
+/** What one uncontended pair costs, next to the SET NX PX + compare-and-delete pair. */
+function pairCostTable(costs: Partial<Record<Subject, Outcome<PairCost>>>): string[] {
+  const base = ok(costs[BASELINE]);
+  const times = (value: number, baseValue: number | undefined): string =>
+    baseValue === undefined ? '–' : `${num(value / baseValue, 2)}x`;
+  return [
+    '### Cost of one uncontended lock + unlock: blocks of sequential pairs on one connection',
+    '',
+    '| library | p50 ms | p50 / baseline | Redis CPU µs | Redis CPU / baseline | client CPU µs | commands sent | keys left per pair |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows(costs, 7, (v) => [
+      num(v.sequentialP50, 3),
+      times(v.sequentialP50, base?.sequentialP50),
+      num(v.redisMicros, 1),
+      times(v.redisMicros, base?.redisMicros),
+      num(v.clientMicros, 0),
+      num(v.commands, 1),
+      num(v.keysLeft, 2),
+    ]),
+  ];
+}
+
+/** The issue 12 targets judged on this run, as a table. */
+export function targetsTable(results: Results): string {
+  return verdictTable(judge(results));
+}
+
 /** rlock's figures divided by the best other library's, for the headline. */
 export function headline(results: Results): string[] {
-  const peers: LibraryName[] = ['redlock', 'redis-semaphore', 'node-redisson'];
+  const peers = PEERS;
   const lines: string[] = [];
   // Each line: rlock's figure, the best other library's, and their ratio (above 1 favours rlock).
   const compare = (
@@ -191,6 +246,10 @@ Run of ${results.date}${results.quick ? ' (`--quick`: shorter runs, fewer locks)
 
 ${tables(results)}
 
+### Targets (issue 12)
+
+${targetsTable(results)}
+
 ## How to read it
 
 - **Contended**: 8 worker processes, each with its own connections, loop lock → hold 2 ms → unlock →
@@ -199,10 +258,27 @@ ${tables(results)}
   *Overtakes*: pairs where the later request got the lock first, per acquisition (request times are
   taken in the workers, so a few ms of scheduling noise on 2 cores counts too). *Jain*: fairness of
   the workers' shares (1 = equal). *Overlaps*: holds that overlapped (must be 0).
+- **Uncontended**: one lock + unlock of one key, nobody else around. Every library and the baseline
+  (\`SET NX PX\`, then a compare-and-delete script by EVALSHA: the least a lock can send) run in one
+  process, first pair by pair in turn, so that noise from other processes hits all alike; then in
+  short blocks of sequential pairs on one connection, one subject at a time, the blocks interleaved
+  in rounds and reported by their median. *Redis CPU*: the INFO commandstats usec of the commands
+  the client sent, per pair. An EVALSHA's usec includes the commands its script runs, which
+  commandstats lists as well: those are not added a second time (which commands a client sends is
+  read beforehand from SLOWLOG, where a script's commands come from client "?:0"). Reading and
+  writing sockets is not in it, and costs the same per command for every library. *Client CPU*:
+  user + system time of the benchmark process per pair. *Keys left*: DBSIZE after a block, per
+  pair (latches and other keys a release leaves behind).
 - **Idle waiters**: what waiting costs Redis (polling shows here), then how fast a queue of 200 drains.
+  Watched for 3 s, or for whole periods of the timer that keeps waiters alive where a library has
+  one (rlock: 2 × fairLockWaitTimeout / 3, 6.7 s by default; one period with \`--quick\`).
 - **Watchdog at scale**: what keeping many locks alive costs Redis; each library renews on its own
   period (rlock and node-redisson every lease / 3, redis-semaphore every 0.8 × lease, redlock
   \`using()\` when the lease is about to run out).
+- **Many locks**: the libraries take turns in 3 rounds; the median round is reported, with the
+  slowest and the fastest. Client CPU decides this figure: Redis is far from busy.
+- **Targets**: issue 12's limits on this run's ratios; \`npm run bench -- --check\` runs only the
+  scenarios they need and exits non-zero when one is missed.
 - A library that fails or strands waiters in a scenario has that written in its row.
 
 ## Machine
@@ -215,6 +291,7 @@ ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}; Redis $
 npm ci
 npm run bench              # about 4 minutes
 npm run bench -- --quick   # under 2 minutes, same shape
+npm run bench -- --check   # the targets only; exits 1 when one is missed (add --quick for a fast look)
 \`\`\`
 
 It starts its own \`redis-server\` (≥ 6.2 on PATH) on a free port, writes

@@ -2,13 +2,16 @@
  * `npm run bench [-- --quick]`: rlock and the libraries people would otherwise pick, side by side on
  * one fresh redis-server, in one run. Prints a table, writes bench/results/<timestamp>.json and
  * regenerates docs/benchmarks.md with its charts.
+ *
+ * `npm run bench -- --check [--quick]`: only the scenarios the issue 12 targets need (bench/targets.ts);
+ * prints each target with its figure and exits 1 when one is missed. Writes nothing.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release, totalmem, type } from 'node:os';
 import { resolve } from 'node:path';
 import { startRedis } from '../__tests__/helpers/redis-server';
 import { LABELS, LIBRARIES, type LibraryName } from './adapters';
-import { charts, headline, markdown, tables, type Results } from './report';
+import { charts, headline, markdown, tables, targetsTable, type Results } from './report';
 import {
   contended,
   idleWaiters,
@@ -19,8 +22,10 @@ import {
   type Outcome,
   type Settings,
 } from './scenarios';
+import { judge } from './targets';
 
 const quick = process.argv.includes('--quick');
+const check = process.argv.includes('--check');
 /** `--only <scenario>` runs one scenario and writes nothing (for working on one figure). */
 const onlyIndex = process.argv.indexOf('--only');
 const only = onlyIndex >= 0 ? process.argv[onlyIndex + 1] : undefined;
@@ -32,13 +37,19 @@ function progress(text: string): void {
 
 type Scenario<T> = (name: LibraryName, settings: Settings) => Promise<Outcome<T>>;
 
+/** Whether a scenario runs: all by default, one with --only, those the targets need with --check. */
+function runs(title: string): boolean {
+  if (only) return title.startsWith(only);
+  return !check || ['uncontended', 'idle waiters', 'many locks'].includes(title);
+}
+
 async function eachLibrary<T>(
   title: string,
   scenario: Scenario<T>,
   settings: Settings,
 ): Promise<Partial<Record<LibraryName, Outcome<T>>>> {
   const outcomes: Partial<Record<LibraryName, Outcome<T>>> = {};
-  if (only && !title.startsWith(only)) return outcomes;
+  if (!runs(title)) return outcomes;
   for (const [i, name] of LIBRARIES.entries()) {
     progress(`${title}: ${LABELS[name]} (${i + 1}/${LIBRARIES.length})`);
     await settings.admin.flushall();
@@ -84,15 +95,35 @@ async function main(): Promise<void> {
         os: `${type()} ${release()}`,
       },
       ping,
-      uncontended: await eachLibrary('uncontended', uncontended, settings),
-      contended: await eachLibrary('contended', contended, settings),
-      idleWaiters: await eachLibrary('idle waiters', idleWaiters, settings),
-      manyLocks: await eachLibrary('many locks', manyLocks, settings),
-      watchdog: await eachLibrary('watchdog at scale', watchdogAtScale, settings),
+      uncontended: {},
+      contended: {},
+      idleWaiters: {},
+      manyLocks: {},
+      watchdog: {},
     };
+    if (runs('uncontended')) {
+      progress('uncontended: every library and SET NX + EVAL, side by side');
+      const { latency, cost } = await uncontended(settings);
+      results.uncontended = latency;
+      results.pairCost = cost;
+    }
+    results.contended = await eachLibrary('contended', contended, settings);
+    results.idleWaiters = await eachLibrary('idle waiters', idleWaiters, settings);
+    if (runs('many locks')) {
+      progress('many locks: the libraries in turns');
+      results.manyLocks = await manyLocks(settings);
+    }
+    results.watchdog = await eachLibrary('watchdog at scale', watchdogAtScale, settings);
     progress('done\n');
 
     console.log(`\n${tables(results)}\n\n${headline(results).join('\n')}\n`);
+    console.log(`Targets (issue 12):\n\n${targetsTable(results)}\n`);
+    if (check) {
+      const missed = judge(results).filter((verdict) => !verdict.pass).length;
+      console.log(missed === 0 ? 'check: every target met' : `check: ${missed} target(s) missed`);
+      process.exitCode = missed === 0 ? 0 : 1;
+      return;
+    }
     if (only) return;
     const resultsDir = resolve(root, 'bench', 'results');
     mkdirSync(resultsDir, { recursive: true });

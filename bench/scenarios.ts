@@ -1,13 +1,25 @@
 import { fork } from 'node:child_process';
 import { resolve } from 'node:path';
-import type Redis from 'ioredis';
-import { openLibrary, type Library, type LibraryName } from './adapters';
+import Redis from 'ioredis';
+import {
+  BASELINE,
+  LIBRARIES,
+  openLibrary,
+  openSubject,
+  type Library,
+  type LibraryName,
+  type Subject,
+} from './adapters';
 import { now, sleep } from './clock';
 import type { Acquisition } from './contention-worker';
-import { contentionFigures, percentile, type ContentionFigures } from './stats';
+import { contentionFigures, median, percentile, type ContentionFigures } from './stats';
 
 /** What a scenario measured for one library, or why it could not. */
 export type Outcome<T> = T | { failed: string };
+
+/** The figures of an outcome that did not fail. */
+export const ok = <T extends object>(outcome: Outcome<T> | undefined): T | undefined =>
+  outcome && !('failed' in outcome) ? outcome : undefined;
 
 export interface Settings {
   port: number;
@@ -68,23 +80,217 @@ export async function pingLatency(settings: Settings): Promise<Latency> {
   return sampleLatency(settings.quick ? 1_000 : 5_000, () => settings.admin.ping());
 }
 
-/** Lock + unlock of one key, nobody else around. */
-export async function uncontended(name: LibraryName, settings: Settings): Promise<Outcome<Latency>> {
-  const lib = await openLibrary(name, settings.port);
+/** Every subject of the side-by-side scenarios: the baseline, then the libraries. */
+const SUBJECTS: Subject[] = [BASELINE, ...LIBRARIES];
+
+/** SLOWLOG entry: id, unix time, duration in µs, arguments, client address, client name. */
+type SlowlogEntry = [number, number, number, string[], string, string];
+
+/** What the admin connection itself sends while a block is measured. */
+const ADMIN_COMMANDS = new Set(['slowlog', 'config', 'info', 'dbsize', 'flushall']);
+
+/**
+ * The commands a client itself sends per pair, by name: SLOWLOG with every command logged tells
+ * them from those its scripts run (logged from client "?:0"). Counted in a window of their own:
+ * logging every command costs Redis time, inside the scripts too.
+ */
+async function commandsSentPerPair(admin: Redis, pairs: number, pair: () => Promise<void>) {
+  await admin.config('SET', 'slowlog-log-slower-than', '0');
+  await admin.slowlog('RESET');
   try {
-    return await within(
-      60_000,
-      'not finished',
-      sampleLatency(settings.quick ? 1_000 : 5_000, async () => {
-        const release = await lib.lock('bench:uncontended');
-        await release();
-      }),
-    );
-  } catch (error) {
-    return failed(error);
+    for (let i = 0; i < pairs; i += 1) await pair();
   } finally {
-    await closeSoftly(lib);
+    await admin.config('SET', 'slowlog-log-slower-than', '-1');
   }
+  const sent = new Map<string, number>();
+  for (const [, , , args, client] of (await admin.slowlog('GET', '-1')) as SlowlogEntry[]) {
+    const command = String(args[0]).toLowerCase();
+    if (client !== '?:0' && !ADMIN_COMMANDS.has(command))
+      sent.set(command, (sent.get(command) ?? 0) + 1 / pairs);
+  }
+  return sent;
+}
+
+/** INFO commandstats: calls and usec per command. */
+type CommandStats = Map<string, { calls: number; usec: number }>;
+
+async function commandStats(admin: Redis): Promise<CommandStats> {
+  const stats: CommandStats = new Map();
+  const info = await admin.info('commandstats');
+  for (const [, name, calls, usec] of info.matchAll(/^cmdstat_(\S+?):calls=(\d+),usec=(\d+)/gm)) {
+    stats.set(name as string, { calls: Number(calls), usec: Number(usec) });
+  }
+  return stats;
+}
+
+/**
+ * Redis CPU of the commands a client sent, between two commandstats snapshots: per command it sent,
+ * the usec per call times the calls it sent. Summing every line would count a script's commands
+ * twice: commandstats lists them apart, and its EVALSHA's usec includes them.
+ */
+function sentMicros(before: CommandStats, after: CommandStats, sent: Map<string, number>, pairs: number) {
+  let usec = 0;
+  for (const [command, perPair] of sent) {
+    const calls = (after.get(command)?.calls ?? 0) - (before.get(command)?.calls ?? 0);
+    const spent = (after.get(command)?.usec ?? 0) - (before.get(command)?.usec ?? 0);
+    if (calls > 0) usec += (spent / calls) * Math.min(calls, Math.round(perPair * pairs));
+  }
+  return usec;
+}
+
+const cpuMicros = (): number => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+
+/** Every subject opened on the run's server; one that cannot open is written down as failed. */
+async function openAll(names: Subject[], settings: Settings) {
+  const open = new Map<Subject, Library>();
+  const failures: Partial<Record<Subject, { failed: string }>> = {};
+  for (const name of names) {
+    try {
+      open.set(name, await openSubject(name, settings.port));
+    } catch (error) {
+      failures[name] = failed(error);
+    }
+  }
+  const opened = [...open.values()];
+  /** Closes every subject, also those taken out on the way. */
+  const closeAll = (): Promise<unknown> => Promise.all(opened.map(closeSoftly));
+  /** Runs work for one subject; an error or a hang takes the subject out of the scenario. */
+  const guard = async (
+    name: Subject,
+    what: string,
+    work: () => Promise<void>,
+    ms = 60_000,
+  ): Promise<void> => {
+    if (!open.has(name)) return;
+    try {
+      await within(ms, what, work());
+    } catch (error) {
+      failures[name] = failed(error);
+      open.delete(name);
+    }
+  };
+  return { open, failures, guard, closeAll };
+}
+
+/** Rotates `names` by `round`, so that no subject always goes first. */
+const rotated = <T>(names: T[], round: number): T[] =>
+  names.map((_, i) => names[(i + round) % names.length] as T);
+
+/** One uncontended lock + unlock pair's cost, in blocks of sequential pairs on one connection. */
+export interface PairCost {
+  /** p50 of a pair (ms), median over the blocks. */
+  sequentialP50: number;
+  /** Redis CPU per pair (µs): commandstats usec of the commands the client sent (see sentMicros). */
+  redisMicros: number;
+  /** Client CPU per pair (µs): this process's user + system time. */
+  clientMicros: number;
+  /** Commands the client sent per pair (a script call counts once). */
+  commands: number;
+  /** Keys still in Redis right after a block of pairs, per pair (DBSIZE / pairs). */
+  keysLeft: number;
+}
+
+export interface Uncontended {
+  /** Lock + unlock pairs interleaved pair by pair across the subjects (order rotating). */
+  latency: Partial<Record<Subject, Outcome<Latency>>>;
+  cost: Partial<Record<Subject, Outcome<PairCost>>>;
+}
+
+/**
+ * Lock + unlock of one key, nobody else around, every library and the SET NX + EVAL baseline side
+ * by side in one process: first pair by pair in turn (latency: noise from other processes hits all
+ * alike), then in blocks of sequential pairs per subject (CPU per pair, keys left), blocks
+ * interleaved in rounds and summarized by their median.
+ */
+export async function uncontended(settings: Settings): Promise<Uncontended> {
+  const turns = settings.quick ? 1_000 : 4_000;
+  // Many short blocks: the median block is one that no burst of other work on the machine hit.
+  const rounds = settings.quick ? 10 : 20;
+  const blockPairs = settings.quick ? 100 : 250;
+  const { open, failures, guard, closeAll } = await openAll(SUBJECTS, settings);
+  const pairOf = (name: Subject, key: string) => async (): Promise<void> => {
+    const release = await (open.get(name) as Library).lock(key);
+    await release();
+  };
+  const samples = new Map<Subject, number[]>(SUBJECTS.map((name) => [name, []]));
+  const blocks = new Map<Subject, PairCost[]>(SUBJECTS.map((name) => [name, []]));
+  const sent = new Map<Subject, Map<string, number>>();
+  await settings.admin.config('SET', 'slowlog-max-len', '2000');
+  try {
+    for (const name of SUBJECTS) {
+      await guard(name, 'warm-up not finished', async () => {
+        const pair = pairOf(name, 'bench:uncontended:warm');
+        for (let i = 0; i < 200; i += 1) await pair();
+        sent.set(name, await commandsSentPerPair(settings.admin, 20, pair));
+      });
+    }
+    // No timer per pair here: it would be part of what is measured. A hang strands the whole run.
+    const interleave = async (): Promise<void> => {
+      for (let turn = 0; turn < turns; turn += 1) {
+        for (const name of rotated([...open.keys()], turn)) {
+          try {
+            const start = now();
+            await pairOf(name, 'bench:uncontended')();
+            samples.get(name)?.push(now() - start);
+          } catch (error) {
+            failures[name] = failed(error);
+            open.delete(name);
+          }
+        }
+      }
+    };
+    await within(300_000, 'interleaved pairs not finished', interleave());
+    for (let round = 0; round < rounds; round += 1) {
+      for (const name of rotated([...open.keys()], round)) {
+        await guard(name, 'not finished', async () => {
+          const pair = pairOf(name, 'bench:uncontended');
+          await settings.admin.flushall();
+          const times: number[] = [];
+          const before = await commandStats(settings.admin);
+          const cpuBefore = cpuMicros();
+          for (let i = 0; i < blockPairs; i += 1) {
+            const start = now();
+            await pair();
+            times.push(now() - start);
+          }
+          const clientMicros = (cpuMicros() - cpuBefore) / blockPairs;
+          const after = await commandStats(settings.admin);
+          const perPair = sent.get(name) ?? new Map<string, number>();
+          blocks.get(name)?.push({
+            sequentialP50: percentile(times, 50),
+            redisMicros: sentMicros(before, after, perPair, blockPairs) / blockPairs,
+            clientMicros,
+            commands: [...perPair.values()].reduce((sum, count) => sum + count, 0),
+            keysLeft: (await settings.admin.dbsize()) / blockPairs,
+          });
+        });
+      }
+    }
+  } finally {
+    // Redis's defaults again.
+    await settings.admin.config('SET', 'slowlog-max-len', '128', 'slowlog-log-slower-than', '10000');
+    await closeAll();
+  }
+  const latency: Uncontended['latency'] = {};
+  const cost: Uncontended['cost'] = {};
+  for (const name of SUBJECTS) {
+    const failure = failures[name];
+    const values = samples.get(name) ?? [];
+    const costs = blocks.get(name) ?? [];
+    latency[name] = failure ?? { p50: percentile(values, 50), p99: percentile(values, 99) };
+    const mid = (pick: (cost: PairCost) => number): number => median(costs.map(pick));
+    cost[name] = failure ?? {
+      sequentialP50: mid((c) => c.sequentialP50),
+      redisMicros: mid((c) => c.redisMicros),
+      clientMicros: mid((c) => c.clientMicros),
+      commands: mid((c) => c.commands),
+      keysLeft: mid((c) => c.keysLeft),
+    };
+  }
+  return { latency, cost };
 }
 
 const WORKERS = 8;
@@ -132,13 +338,27 @@ export async function contended(name: LibraryName, settings: Settings): Promise<
 }
 
 export interface IdleWaiters {
-  /** Commands per second Redis ran while 200 waiters waited for a held lock. */
+  /**
+   * Commands per second Redis ran while 200 waiters waited for a held lock (INFO
+   * total_commands_processed: the commands a script runs count one by one, like the client's).
+   */
   commandsPerSecond: number;
   /** From the holder's release until every waiter had the lock once. */
   drainMs: number;
 }
 
-/** 200 waiters on a held lock for 3 s (2 s with --quick), then the release; each takes the lock once. */
+/**
+ * How long idle waiters are watched: 3 s (2 s with --quick), or whole periods of the timer that
+ * keeps them alive (one with --quick, two otherwise) where the library has one. A window shorter
+ * than that timer may see no refresh at all: --quick saw 0 commands/s for 200 fair-lock waiters
+ * that cost 60 every second.
+ */
+function idleWindowMs(lib: Library, settings: Settings): number {
+  if (lib.waiterTimerMs === undefined) return settings.quick ? 2_000 : 3_000;
+  return lib.waiterTimerMs * (settings.quick ? 1 : 2);
+}
+
+/** 200 waiters on a held lock for the idle window, then the release; each takes the lock once. */
 export async function idleWaiters(name: LibraryName, settings: Settings): Promise<Outcome<IdleWaiters>> {
   const waiters = 200;
   const lib = await openLibrary(name, settings.port);
@@ -158,7 +378,7 @@ export async function idleWaiters(name: LibraryName, settings: Settings): Promis
     await sleep(500); // every waiter has made its first attempt and settled into waiting
     const before = await commandsProcessed(settings.admin);
     const started = now();
-    await sleep(settings.quick ? 2_000 : 3_000);
+    await sleep(idleWindowMs(lib, settings));
     const commandsPerSecond =
       ((await commandsProcessed(settings.admin)) - before - 1) / ((now() - started) / 1000);
     const releasedAt = now();
@@ -179,31 +399,69 @@ export async function idleWaiters(name: LibraryName, settings: Settings): Promis
 
 export interface ManyLocks {
   locks: number;
+  /** Median over the rounds. */
   opsPerSecond: number;
+  /** The slowest and the fastest round's ops/s. */
+  range?: [number, number];
+  /** Client CPU per lock (µs), median over the rounds. */
+  clientMicros?: number;
 }
 
-/** 10 000 distinct locks acquired and released concurrently from one process. */
-export async function manyLocks(name: LibraryName, settings: Settings): Promise<Outcome<ManyLocks>> {
+/**
+ * 10 000 distinct locks (2 000 with --quick) acquired and released concurrently from one process;
+ * the libraries take turns in rounds, and each one's median round is reported.
+ */
+export async function manyLocks(
+  settings: Settings,
+): Promise<Partial<Record<LibraryName, Outcome<ManyLocks>>>> {
   const locks = settings.quick ? 2_000 : 10_000;
-  const lib = await openLibrary(name, settings.port);
-  try {
-    const started = now();
-    await within(
-      120_000,
-      'not finished',
-      Promise.all(
-        Array.from({ length: locks }, async (_, i) => {
-          const release = await lib.lock(`bench:many:${i}`);
-          await release();
-        }),
-      ),
+  const rounds = 3;
+  const names: LibraryName[] = [...LIBRARIES];
+  const { open, failures, guard, closeAll } = await openAll(names, settings);
+  const burst = async (name: Subject, prefix: string, count: number): Promise<void> => {
+    const lib = open.get(name) as Library;
+    await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const release = await lib.lock(`${prefix}:${i}`);
+        await release();
+      }),
     );
-    return { locks, opsPerSecond: locks / ((now() - started) / 1000) };
-  } catch (error) {
-    return failed(error);
+  };
+  const runs = new Map<LibraryName, { ops: number; cpu: number }[]>(names.map((name) => [name, []]));
+  try {
+    for (const name of names)
+      await guard(name, 'warm-up not finished', () => burst(name, 'bench:many:warm', 1_000));
+    for (let round = 0; round < rounds; round += 1) {
+      for (const name of rotated([...open.keys()] as LibraryName[], round)) {
+        await settings.admin.flushall();
+        await guard(
+          name,
+          'not finished',
+          async () => {
+            const cpuBefore = cpuMicros();
+            const started = now();
+            await burst(name, 'bench:many', locks);
+            const seconds = (now() - started) / 1000;
+            runs.get(name)?.push({ ops: locks / seconds, cpu: (cpuMicros() - cpuBefore) / locks });
+          },
+          120_000,
+        );
+      }
+    }
   } finally {
-    await closeSoftly(lib);
+    await closeAll();
   }
+  const outcomes: Partial<Record<LibraryName, Outcome<ManyLocks>>> = {};
+  for (const name of names) {
+    const ops = (runs.get(name) ?? []).map((run) => run.ops);
+    outcomes[name] = failures[name] ?? {
+      locks,
+      opsPerSecond: median(ops),
+      range: [Math.min(...ops), Math.max(...ops)],
+      clientMicros: median((runs.get(name) ?? []).map((run) => run.cpu)),
+    };
+  }
+  return outcomes;
 }
 
 export interface WatchdogScale {

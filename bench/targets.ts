@@ -1,0 +1,107 @@
+/**
+ * The targets of issue 12 ("hot path"), each a figure of one `npm run bench` run judged against a
+ * limit. `npm run bench -- --check` measures what they need and exits non-zero when one is missed.
+ */
+import { BASELINE, PEERS, type LibraryName } from './adapters';
+import type { Results } from './report';
+import { ok } from './scenarios';
+
+export interface Target {
+  text: string;
+  /** 'max': the figure must stay at or below the limit; 'min': at or above it. */
+  bound: 'max' | 'min';
+  limit: number;
+  /** The figure, or undefined when one it is made of is missing (failed, or not run). */
+  measure(results: Results): number | undefined;
+}
+
+const ratio = (own: number | undefined, other: number): number | undefined =>
+  own === undefined || !Number.isFinite(other) ? undefined : own / other;
+
+/** p50 of an uncontended lock + unlock (interleaved), over the fastest peer's. */
+function latencyRatio(results: Results, name: LibraryName): number | undefined {
+  const peers = PEERS.map((peer) => ok(results.uncontended[peer])?.p50).filter((v) => v !== undefined);
+  return ratio(ok(results.uncontended[name])?.p50, Math.min(...peers));
+}
+
+/** Distinct locks per second, over the best peer's. */
+function manyLocksRatio(results: Results, name: LibraryName): number | undefined {
+  const peers = PEERS.map((peer) => ok(results.manyLocks[peer])?.opsPerSecond).filter((v) => v !== undefined);
+  return ratio(ok(results.manyLocks[name])?.opsPerSecond, Math.max(...peers));
+}
+
+/** Redis CPU per uncontended pair, over the SET NX PX + compare-and-delete pair's. */
+export function redisCpuRatio(results: Results, name: LibraryName): number | undefined {
+  const baseline = ok(results.pairCost?.[BASELINE])?.redisMicros;
+  return ratio(ok(results.pairCost?.[name])?.redisMicros, baseline ?? Number.NaN);
+}
+
+export const TARGETS: Target[] = [
+  {
+    text: 'getLock: uncontended lock + unlock p50 / fastest peer (interleaved)',
+    bound: 'max',
+    limit: 1.1,
+    measure: (r) => latencyRatio(r, 'rlock'),
+  },
+  {
+    text: 'getFairLock: uncontended lock + unlock p50 / fastest peer (interleaved)',
+    bound: 'max',
+    limit: 1.25,
+    measure: (r) => latencyRatio(r, 'rlock-fair'),
+  },
+  {
+    text: 'getLock: distinct locks/s from one process / best peer',
+    bound: 'min',
+    limit: 1,
+    measure: (r) => manyLocksRatio(r, 'rlock'),
+  },
+  {
+    text: 'getFairLock: distinct locks/s from one process / best peer',
+    bound: 'min',
+    limit: 0.8,
+    measure: (r) => manyLocksRatio(r, 'rlock-fair'),
+  },
+  {
+    text: 'getLock: Redis CPU per uncontended pair / SET NX PX + EVAL pair',
+    bound: 'max',
+    limit: 2,
+    measure: (r) => redisCpuRatio(r, 'rlock'),
+  },
+  {
+    text: 'getFairLock: Redis commands/s for 200 idle waiters in one client',
+    bound: 'max',
+    limit: 20,
+    measure: (r) => ok(r.idleWaiters['rlock-fair'])?.commandsPerSecond,
+  },
+];
+
+export interface Verdict {
+  target: Target;
+  measured?: number;
+  pass: boolean;
+}
+
+/** Every target judged on one run; a missing figure fails its target. */
+export function judge(results: Results, targets: Target[] = TARGETS): Verdict[] {
+  return targets.map((target) => {
+    const measured = target.measure(results);
+    const pass =
+      measured !== undefined &&
+      Number.isFinite(measured) &&
+      (target.bound === 'max' ? measured <= target.limit : measured >= target.limit);
+    return { target, measured, pass };
+  });
+}
+
+export function verdictTable(verdicts: Verdict[]): string {
+  return [
+    '| target | limit | measured | |',
+    '|---|---:|---:|---|',
+    ...verdicts.map(
+      ({ target, measured, pass }) =>
+        `| ${target.text} | ${target.bound === 'max' ? '≤' : '≥'} ${target.limit} | ${
+          measured === undefined ? 'missing' : measured.toFixed(2)
+        } | ${pass ? 'PASS' : '**FAIL**'} |`,
+    ),
+  ].join('\n');
+}
