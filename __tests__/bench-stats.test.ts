@@ -85,7 +85,7 @@ function run(factor: number): Results {
   };
 }
 
-describe('issue 12 targets', () => {
+describe('hot path targets', () => {
   test('a figure at its limit passes, a worse one fails, each against the best peer that has one', () => {
     const atLimit = judge(run(1));
     expect(atLimit.map((verdict) => verdict.pass)).toEqual(TARGETS.map(() => true));

@@ -17,9 +17,9 @@ export interface Results {
   quick: boolean;
   machine: { cpu: string; cores: number; memoryGiB: number; node: string; redis: string; os: string };
   ping: Latency;
-  /** Interleaved pair by pair (runs before issue 12: each library alone, one after the other). */
+  /** Interleaved pair by pair (older runs: each library alone, one after the other). */
   uncontended: Partial<Record<Subject, Outcome<Latency>>>;
-  /** Blocks of sequential pairs per subject; absent from runs before issue 12. */
+  /** Blocks of sequential pairs per subject; absent from older runs. */
   pairCost?: Partial<Record<Subject, Outcome<PairCost>>>;
   contended: Partial<Record<LibraryName, Outcome<ContentionFigures>>>;
   idleWaiters: Partial<Record<LibraryName, Outcome<IdleWaiters>>>;
@@ -137,7 +137,7 @@ function pairCostTable(costs: Partial<Record<Subject, Outcome<PairCost>>>): stri
   ];
 }
 
-/** The issue 12 targets judged on this run, as a table. */
+/** The hot path targets judged on this run, as a table. */
 export function targetsTable(results: Results): string {
   return verdictTable(judge(results));
 }
@@ -246,7 +246,7 @@ Run of ${results.date}${results.quick ? ' (`--quick`: shorter runs, fewer locks)
 
 ${tables(results)}
 
-### Targets (issue 12)
+### Targets
 
 ${targetsTable(results)}
 
@@ -277,7 +277,7 @@ ${targetsTable(results)}
   \`using()\` when the lease is about to run out).
 - **Many locks**: the libraries take turns in 3 rounds; the median round is reported, with the
   slowest and the fastest. Client CPU decides this figure: Redis is far from busy.
-- **Targets**: issue 12's limits on this run's ratios; \`npm run bench -- --check\` runs only the
+- **Targets**: the hot path limits on this run's ratios; \`npm run bench -- --check\` runs only the
   scenarios they need and exits non-zero when one is missed.
 - A library that fails or strands waiters in a scenario has that written in its row.
 

@@ -3,7 +3,7 @@
  * one fresh redis-server, in one run. Prints a table, writes bench/results/<timestamp>.json and
  * regenerates docs/benchmarks.md with its charts.
  *
- * `npm run bench -- --check [--quick]`: only the scenarios the issue 12 targets need (bench/targets.ts);
+ * `npm run bench -- --check [--quick]`: only the scenarios the targets need (bench/targets.ts);
  * prints each target with its figure and exits 1 when one is missed. Writes nothing.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
     progress('done\n');
 
     console.log(`\n${tables(results)}\n\n${headline(results).join('\n')}\n`);
-    console.log(`Targets (issue 12):\n\n${targetsTable(results)}\n`);
+    console.log(`Targets:\n\n${targetsTable(results)}\n`);
     if (check) {
       const missed = judge(results).filter((verdict) => !verdict.pass).length;
       console.log(missed === 0 ? 'check: every target met' : `check: ${missed} target(s) missed`);

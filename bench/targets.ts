@@ -1,5 +1,5 @@
 /**
- * The targets of issue 12 ("hot path"), each a figure of one `npm run bench` run judged against a
+ * The performance targets of the hot path, each a figure of one `npm run bench` run judged against a
  * limit. `npm run bench -- --check` measures what they need and exits non-zero when one is missed.
  */
 import { BASELINE, PEERS, type LibraryName } from './adapters';
