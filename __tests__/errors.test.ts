@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import { LockClient, LockNotHeldError, RedisReplyError, RedisUnavailableError } from '../src';
 import { closeNow, startRedis } from './helpers/redis-server';
+import { holdCounts } from './helpers/holders';
 import { useRedis } from './helpers/setup';
 
 describe('bad input', () => {
@@ -194,8 +195,7 @@ describe('commands re-sent after a reconnect', () => {
     const { client, proxy } = await redis.clientThroughProxy();
     const lock = client.getLock('resent-acquire');
     await proxy.loseReplyOf(() => lock.lock());
-    const hash = await redis.admin().hgetall('resent-acquire');
-    expect(Object.values(hash)).toEqual(['1']);
+    expect(Object.values(await holdCounts(redis.admin(), 'resent-acquire'))).toEqual(['1']);
     await lock.unlock();
     expect(await redis.admin().exists('resent-acquire')).toBe(0);
   });
@@ -217,5 +217,31 @@ describe('commands re-sent after a reconnect', () => {
     expect(await lock.getHoldCount()).toBe(1);
     await proxy.loseReplyOf(() => lock.unlock());
     expect(await lock.isLocked()).toBe(false);
+  });
+
+  test('a fenced acquire whose reply was lost is counted once and keeps the token it was given', async () => {
+    const { client, proxy } = await redis.clientThroughProxy();
+    const lock = client.getFencedLock('resent-fenced');
+    const token = await proxy.loseReplyOf(() => lock.lockAndGetToken());
+    expect(await lock.getHoldCount()).toBe(1);
+    expect(await lock.getToken()).toBe(token);
+    await proxy.loseReplyOf(() => lock.unlock());
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  test('fair lock: acquire and release whose replies were lost count once, and the next waiter gets it', async () => {
+    const { client, proxy } = await redis.clientThroughProxy();
+    const lock = client.getFairLock('resent-fair');
+    await proxy.loseReplyOf(() => lock.lock());
+    await proxy.loseReplyOf(() => lock.lock());
+    expect(await lock.getHoldCount()).toBe(2);
+    const next = redis.client().getFairLock('resent-fair');
+    const waiting = next.tryLock(5_000);
+    await proxy.loseReplyOf(() => lock.unlock());
+    expect(await lock.getHoldCount()).toBe(1);
+    await proxy.loseReplyOf(() => lock.unlock());
+    expect(await waiting).toBe(true);
+    await next.unlock();
+    expect(await redis.admin().exists('resent-fair')).toBe(0);
   });
 });

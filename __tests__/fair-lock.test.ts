@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import type { LockClient, LockLostEvent, RLock } from '../src';
 import { fifoViolations } from './helpers/fifo';
+import { holderIds } from './helpers/holders';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep } from './helpers/wait';
 import { startWorker } from './helpers/workers';
@@ -286,7 +287,7 @@ describe('fair lock', () => {
       client.runInTask(async () => {
         const lock = client.getFairLock('fair-500');
         await lock.lock();
-        const [owner] = await admin.hkeys('fair-500');
+        const [owner] = await holderIds(admin, 'fair-500');
         grants.push(owner as string);
         const value = counter;
         await sleep(0);

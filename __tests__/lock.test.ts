@@ -1,4 +1,6 @@
 import { LockNotHeldError } from '../src';
+import { isHoldMark } from '../src/keys';
+import { holdCounts, holderIds } from './helpers/holders';
 import { useRedis } from './helpers/setup';
 import { sleep } from './helpers/wait';
 
@@ -20,7 +22,7 @@ describe('RLock', () => {
     const lock = client.getLock('layout');
     await lock.lock();
     await lock.lock();
-    const hash = await redis.admin().hgetall('layout');
+    const hash = await holdCounts(redis.admin(), 'layout');
     expect(Object.keys(hash)).toHaveLength(1);
     // The label, a random part that makes it unique to this client, and the owner number.
     expect(Object.keys(hash)[0]).toMatch(/^node-service-1\/[0-9a-f]{16}:\d+$/);
@@ -28,10 +30,34 @@ describe('RLock', () => {
     expect(Object.values(hash)).toEqual(['2']);
   });
 
+  test('each hold is marked in the lock hash beside the count; a released lock leaves no key', async () => {
+    const admin = redis.admin();
+    const lock = redis.client().getLock('marks');
+    await lock.lock();
+    await lock.unlock();
+    expect(await admin.keys('*marks*')).toEqual([]);
+
+    await lock.lock();
+    await lock.lock();
+    const requestNumber = (mark: string): number => Number(mark.slice(mark.lastIndexOf(':') + 1));
+    const [outer, inner] = Object.keys(await admin.hgetall('marks'))
+      .filter(isHoldMark)
+      .sort((a, b) => requestNumber(a) - requestNumber(b)) as [string, string];
+    expect(outer).toMatch(/^rlock_hold_latch:\{marks\}:.+:\d+$/);
+    expect(inner).toBeDefined();
+    await lock.unlock();
+    // The inner hold's mark gives way to a record of its release, so that a re-sent copy of that
+    // release does not take the outer hold too.
+    expect(Object.keys(await admin.hgetall('marks')).filter(isHoldMark)).toEqual([outer]);
+    expect(await admin.get(inner)).toBe('r0');
+    await lock.unlock();
+    expect(await admin.exists('marks')).toBe(0);
+  });
+
   test('a default owner id is Redisson-shaped: <uuid>:<n>', async () => {
     const client = redis.client();
     await client.getLock('uuid-layout').lock();
-    const [field] = Object.keys(await redis.admin().hgetall('uuid-layout'));
+    const [field] = await holderIds(redis.admin(), 'uuid-layout');
     expect(field).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:\d+$/);
   });
 

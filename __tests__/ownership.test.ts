@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { LockClient, RLock } from '../src';
+import { holdCounts, holderIds } from './helpers/holders';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep } from './helpers/wait';
 import { startWorker } from './helpers/workers';
@@ -106,7 +107,7 @@ describe('explicit owners', () => {
     const holder = startWorker([port, 'hold', 'job-lock'], { OWNER_ID: 'orders:job-42' });
     try {
       expect(await holder.firstMessage).toBe('locked');
-      expect(await redis.admin().hgetall('job-lock')).toEqual({ 'orders:job-42': '1' });
+      expect(await holdCounts(redis.admin(), 'job-lock')).toEqual({ 'orders:job-42': '1' });
       const releaser = startWorker([port, 'unlock', 'job-lock'], { OWNER_ID: 'orders:job-42' });
       expect(await releaser.firstMessage).toBe('unlocked');
       expect(await redis.admin().exists('job-lock')).toBe(0);
@@ -190,7 +191,7 @@ describe('owner ids in Redis', () => {
     const holder = startWorker([String(redis.port()), 'hold', 'traced'], { CLIENT_ID: 'billing' });
     try {
       expect(await holder.firstMessage).toBe('locked');
-      const [owner] = Object.keys(await redis.admin().hgetall('traced')) as [string];
+      const [owner] = (await holderIds(redis.admin(), 'traced')) as [string];
       const clientId = owner.slice(0, owner.lastIndexOf(':'));
       // Written beside the first acquisition, not before it: on a cluster it may land a moment later.
       await eventually(

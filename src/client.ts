@@ -15,6 +15,7 @@ import { checkOwnerId, currentTask, runAsNewTask, type Frame } from './owner';
 import { OwnerGates } from './owner-gate';
 import { Subscriber } from './pubsub';
 import { openLink, publishCommandOf, resolvePubSubMode, type PubSubMode } from './pubsub-mode';
+import { ReconnectCounter } from './reconnects';
 import { isCluster, type RedisConnection } from './redis';
 import { RedisCalls } from './redis-call';
 import { ClientRegistry } from './registry';
@@ -182,6 +183,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           required: replicaWait.replicas,
         })),
       newRequestId: () => `${this.id}:${(this.requestCount += 1)}`,
+      reconnects: new ReconnectCounter(redis),
     };
   }
 

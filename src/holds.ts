@@ -17,8 +17,13 @@ export type Reopen = (context: LockContext) => BaseLock;
  */
 
 export interface Hold {
-  /** The latch key written when the hold was granted; its release reuses it. */
+  /** The latch of the request that took the hold; its release reuses it (see lua/include/holds.lua). */
   readonly latch: string;
+  /**
+   * Whether Redis marked the hold with its latch: a hand-off's hold is marked once its new holder
+   * confirms it. An unmarked hold is released as any hold of its owner.
+   */
+  marked: boolean;
   /** The lease asked for, in ms; -1 when the watchdog keeps the lease. */
   readonly leaseTime: number;
   /** The hold's place in its owner's gate (see OwnerGates), left when the hold ends. */

@@ -56,9 +56,20 @@ export function lockKeys(name: string, slot?: number): LockKeys {
   return { lock: name, channel: prefixName('redisson_lock__channel', name, slot) };
 }
 
-/** The latch that makes one acquire or release request of lock `name` take effect once. */
+const LATCH_PREFIX = 'rlock_hold_latch';
+
+/**
+ * The latch that makes one acquire or release request of lock `name` take effect once: the field
+ * that marks its hold in the lock hash, and the key of the rare records that outlive the hold (see
+ * lua/include/holds.lua).
+ */
 export function holdLatchKey(name: string, requestId: string, slot?: number): string {
-  return `${prefixName('rlock_hold_latch', name, slot)}:${requestId}`;
+  return `${prefixName(LATCH_PREFIX, name, slot)}:${requestId}`;
+}
+
+/** Whether a field of a lock hash is a hold's mark rather than an owner id (a holder). */
+export function isHoldMark(field: string): boolean {
+  return field.startsWith(`${LATCH_PREFIX}:`);
 }
 
 /** The fenced lock's token counter (Redisson RFencedLock's redisson_lock_token:{name}). */

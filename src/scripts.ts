@@ -73,10 +73,16 @@ export const acquireFencedLock = defineScript<
   [1 | 0, number]
 >('fenced/acquire.lua');
 
-/** Returns 1 when the lock is free now, 0 when the owner still holds it, null when it held nothing. */
+/**
+ * Which hold a release gives back: the one its latch marks, or any one of the owner's (for a hold
+ * Redis did not mark; see lua/include/holds.lua).
+ */
+export type ReleaseWhich = 'marked' | 'any';
+
+/** Returns 1 when the lock is free now, 0 when the owner still holds it, null when the hold is gone. */
 export const releaseLock = defineScript<
   [lock: string, channel: string, holdLatch: string],
-  [ownerId: string, latchMs: number, message: string, publish: PublishCommand],
+  [ownerId: string, latchMs: number, message: string, publish: PublishCommand, which: ReleaseWhich],
   0 | 1 | null
 >('lock/release.lua');
 
@@ -109,7 +115,7 @@ export const acquireFairLock = defineScript<
 /** Returns 1 when the owner's last hold is gone (and the lock handed on), 0 when it still holds, null when it held nothing. */
 export const releaseFairLock = defineScript<
   [...FairKeys, holdLatch: string],
-  [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand],
+  [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand, which: ReleaseWhich],
   0 | 1 | null
 >('fair/release.lua');
 
@@ -120,9 +126,9 @@ export const leaveFairQueue = defineScript<
   0 | 1
 >('fair/leave.lua');
 
-/** Takes over a hand-off with the owner's own lease; 1 when held, 0 when the hand-off was lost. */
+/** Takes over a hand-off with the owner's own lease, marked with a latch; 1 when held, 0 when lost. */
 export const confirmFairHandoff = defineScript<
-  FairKeys,
+  [...FairKeys, holdLatch: string],
   [ownerId: string, leaseMs: number, publish: PublishCommand],
   0 | 1
 >('fair/confirm.lua');

@@ -9,6 +9,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { startRedis } from '../helpers/redis-server';
+import { holderIds } from '../helpers/holders';
 
 const secondsIndex = process.argv.indexOf('--seconds');
 const seconds = secondsIndex >= 0 ? Number(process.argv[secondsIndex + 1]) : 30;
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
     },
     'holder stopped 1.5 s (lease 1 s), then resumed': async () => {
       // Stop whichever worker holds the lock right now, when one does.
-      const [owner] = await admin.hkeys('chaos');
+      const [owner] = await holderIds(admin, 'chaos');
       const pid = owner ? await admin.hget('chaos:pids', owner.slice(0, owner.lastIndexOf(':'))) : null;
       const worker = workers.find((candidate) => candidate.pid === Number(pid)) ?? pick(workers);
       worker.kill('SIGSTOP');

@@ -18,6 +18,7 @@
 import { LockClient } from '../../src';
 import { connectTo } from '../helpers/deployment';
 import { FENCED_WRITE } from '../helpers/fenced-store';
+import { holderIds } from '../helpers/holders';
 
 const [port, mode, name = '', n = '0'] = process.argv.slice(2);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -116,7 +117,7 @@ async function main(): Promise<void> {
     while (Date.now() < until) {
       await getLock().withLock(() =>
         inside(async () => {
-          const [owner] = await redis.hkeys(name);
+          const [owner] = await holderIds(redis, name);
           await redis.rpush(`${name}:grants`, owner ?? '?');
           await sleep(2);
         }),

@@ -5,7 +5,7 @@
   KEYS[3]  deadlines: zset owner id -> server time (ms) when its place expires unless refreshed
   KEYS[4]  hand-off marker: the owner a release handed the lock to, until it confirms
   KEYS[5]  the lock's hand-off channel: waiting clients listen there
-  KEYS[6]  hold latch of this request (see include/holds.lua)
+  KEYS[6]  the request's latch (see include/holds.lua): the hold it takes is marked under this name
   ARGV[1]  lease in ms
   ARGV[2]  owner id
   ARGV[3]  waiter timeout in ms: how long a place lives without a refresh
@@ -21,36 +21,21 @@
 local lock, queue, deadlines, marker, channel, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 publish_command = ARGV[5]
 local lease, owner, mode = tonumber(ARGV[1]), ARGV[2], ARGV[4]
-local now = server_now()
-purge_dead(queue, deadlines, now)
 
-local state = redis.call('get', latch)
-if state then
-  if state == 'w' then return -3 end
-  return nil
-end
+if redis.call('exists', latch) == 1 then return -3 end
+local ttl = redis.call('pttl', lock)
 
--- A release handed us the lock while we waited (and its message may have been lost): take it.
--- The latch marks it as this request's hold, so that a withdrawal can give it back.
-if mode == 'queued' and redis.call('get', marker) == owner and redis.call('hexists', lock, owner) == 1 then
-  redis.call('del', marker)
-  if lease < redis.call('pttl', lock) then
-    recheck_head(lock, queue, channel)
+if ttl == -2 then
+  -- Free, and nobody waits: take it. (Queue and deadlines are written together, so an empty queue
+  -- leaves no dead waiter to drop either.)
+  if redis.call('exists', queue) == 0 then
+    add_hold(lock, owner, nil, lease, latch, 'a', ttl)
+    return nil
   end
-  redis.call('pexpire', lock, lease)
-  redis.call('set', latch, 'a', 'px', lease)
-  return nil
-end
-
-if redis.call('hexists', lock, owner) == 1 then
-  add_hold(lock, owner, lease, latch)
-  return nil
-end
-
-if redis.call('exists', lock) == 0 then
+  purge_dead(queue, deadlines, server_now())
   local head = redis.call('lindex', queue, 0)
   if not head or head == owner then
-    add_hold(lock, owner, lease, latch)
+    add_hold(lock, owner, nil, lease, latch, 'a', ttl)
     if head then
       redis.call('lpop', queue)
       redis.call('zrem', deadlines, owner)
@@ -60,9 +45,29 @@ if redis.call('exists', lock) == 0 then
     end
     return nil
   end
+else
+  local count, mark = hold_state(lock, owner, latch)
+  if mark then return nil end
+  if count then
+    -- A release handed us the lock while we waited (and its message may have been lost): take it
+    -- over with our own lease, marked as this request's hold so that a withdrawal can give it back.
+    if mode == 'queued' and redis.call('get', marker) == owner then
+      redis.call('del', marker)
+      if lease < ttl then
+        recheck_head(lock, queue, channel)
+      end
+      redis.call('hset', lock, latch, 'a')
+      redis.call('pexpire', lock, lease)
+      return nil
+    end
+    add_hold(lock, owner, count, lease, latch, 'a', ttl)
+    return nil
+  end
+  if mode == 'try' then return ttl end
 end
 
 if mode ~= 'try' then
+  local now = server_now()
   local timeout = tonumber(ARGV[3])
   if not redis.call('zscore', deadlines, owner) then
     redis.call('rpush', queue, owner)
@@ -70,9 +75,10 @@ if mode ~= 'try' then
   redis.call('zadd', deadlines, now + timeout, owner)
   keep_alive(queue, timeout)
   keep_alive(deadlines, timeout)
+  if ttl ~= -2 then return ttl end
 end
 
 -- Free, but the turn is another waiter's (the last holder's lease ran out, nobody handed it on):
 -- hand it on now, and wait behind it.
-hand_on(lock, queue, deadlines, marker, channel, now, tonumber(ARGV[3]))
+hand_on(lock, queue, deadlines, marker, channel, server_now(), tonumber(ARGV[3]))
 return redis.call('pttl', lock)

@@ -1,6 +1,7 @@
 --[[
   The waiter that a release handed the lock to takes it over with its own lease.
   KEYS[1..5]  lock hash, queue, deadlines, hand-off marker, hand-off channel (see fair/acquire.lua)
+  KEYS[6]     the latch its hold is released with: the hold is marked under it (see include/holds.lua)
   ARGV[1]  owner id
   ARGV[2]  lease in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
@@ -20,4 +21,5 @@ if redis.call('get', KEYS[4]) == ARGV[1] then
   end
   redis.call('pexpire', KEYS[1], ARGV[2])
 end
+redis.call('hset', KEYS[1], KEYS[6], 'a')
 return 1

@@ -3,9 +3,9 @@
   lock/withdraw.lua): afterwards it holds nothing, and a copy that runs later takes nothing. Its
   place in the queue, if any, is the wait's to keep or to leave (fair/leave.lua).
   KEYS[1..5]  lock hash, queue, deadlines, hand-off marker, hand-off channel (see fair/acquire.lua)
-  KEYS[6]     hold latch of the request
+  KEYS[6]     latch of the request
   ARGV[1]     owner id
-  ARGV[2]     how long the latch remembers this, in ms
+  ARGV[2]     how long the withdrawal is remembered, in ms
   ARGV[3]     waiter timeout in ms (the provisional lease of a hand-off)
   ARGV[4]     'publish', or 'spublish' when notifications are sharded
   Returns     1 when the request had taken a hold and it is released now (and the lock handed on
@@ -15,18 +15,8 @@
 --@include include/fair-queue.lua
 
 publish_command = ARGV[4]
-local state = redis.call('get', KEYS[6])
-if not state then
-  redis.call('set', KEYS[6], 'w', 'px', ARGV[2])
-  return 0
+local took, freed = withdraw_request(KEYS[1], ARGV[1], KEYS[6], tonumber(ARGV[2]))
+if freed == 1 then
+  hand_on_released(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], tonumber(ARGV[3]))
 end
-if state ~= 'a' then
-  return 0
-end
-if remove_hold(KEYS[1], ARGV[1], KEYS[6], tonumber(ARGV[2])) == 1 then
-  if redis.call('get', KEYS[4]) == ARGV[1] then
-    redis.call('del', KEYS[4])
-  end
-  hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], server_now(), tonumber(ARGV[3]))
-end
-return 1
+return took

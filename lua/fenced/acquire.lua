@@ -2,7 +2,7 @@
   Acquire or re-enter a fenced lock: the reentrant lock (Redisson RFencedLock layout) plus a
   fencing token that grows with every acquisition, re-entries included.
   KEYS[1]  lock hash: field owner id -> hold count
-  KEYS[2]  hold latch of this request (see include/holds.lua); it keeps the token it handed out
+  KEYS[2]  the request's latch (see include/holds.lua); its mark keeps the token it handed out
   KEYS[3]  token counter (Redisson's redisson_lock_token:{name})
   ARGV[1]  lease in ms
   ARGV[2]  owner id
@@ -17,21 +17,19 @@
 ]]
 --@include include/holds.lua
 
-local replay = redis.call('get', KEYS[2])
-if replay then
-  -- Withdrawn before it ran (see lock/withdraw.lua): take nothing.
-  if replay == 'w' then return {0, -3} end
-  return {1, tonumber(string.sub(replay, 3))}
+if redis.call('exists', KEYS[2]) == 1 then return {0, -3} end
+local ttl = redis.call('pttl', KEYS[1])
+local count, mark
+if ttl ~= -2 then
+  count, mark = hold_state(KEYS[1], ARGV[2], KEYS[2])
+  -- The mark reads 'a:<token>'.
+  if mark then return {1, tonumber(string.sub(mark, 3))} end
+  if not count then return {0, ttl} end
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  add_hold(KEYS[1], ARGV[2], tonumber(ARGV[1]), KEYS[2])
-  local t = redis.call('time')
-  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local counter = tonumber(redis.call('get', KEYS[3]) or '0')
-  -- '%.0f': integers above 2^47 must not pass through Lua's default '%.14g' formatting.
-  local token = redis.call('incrby', KEYS[3], string.format('%.0f', math.max(1, clock - counter)))
-  -- The latch remembers the token (as 'a:<token>') for a re-sent copy of this request.
-  redis.call('set', KEYS[2], 'a:' .. string.format('%.0f', token), 'px', redis.call('pttl', KEYS[1]))
-  return {1, token}
-end
-return {0, redis.call('pttl', KEYS[1])}
+local t = redis.call('time')
+local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local counter = tonumber(redis.call('get', KEYS[3]) or '0')
+-- '%.0f': integers above 2^47 must not pass through Lua's default '%.14g' formatting.
+local token = redis.call('incrby', KEYS[3], string.format('%.0f', math.max(1, clock - counter)))
+add_hold(KEYS[1], ARGV[2], count, tonumber(ARGV[1]), KEYS[2], 'a:' .. string.format('%.0f', token), ttl)
+return {1, token}

@@ -67,3 +67,14 @@ local function hand_on(lock, queue, deadlines, marker, channel, now, provisional
   redis.call('set', marker, head, 'px', provisional_ms)
   notify(channel, head, 'granted', lock)
 end
+
+-- After `owner`'s last hold is gone: a hand-off marker naming it is void, and the lock goes
+-- straight to the next waiter, if any.
+local function hand_on_released(lock, queue, deadlines, marker, channel, owner, provisional_ms)
+  if redis.call('get', marker) == owner then
+    redis.call('del', marker)
+  end
+  if redis.call('exists', queue) == 1 then
+    hand_on(lock, queue, deadlines, marker, channel, server_now(), provisional_ms)
+  end
+end

@@ -2,44 +2,73 @@
   Helpers for the hold counts in a lock hash, shared by the exclusive lock kinds, pasted in where a
   script says "--@include include/holds.lua".
 
-  A latch key belongs to one hold: acquire writes 'a' when the hold is granted, release writes 'r0'
-  or 'r1' (its answer) when the hold is released, a withdrawal 'w' when the request was given up
-  before it ran. ioredis re-sends a command whose reply a reconnect lost, so a script may run twice
-  for one request; the latch makes the second run change nothing.
+  Every acquire request has a latch: a name unique to it (rlock_hold_latch:{name}:<client>:<n>).
+  ioredis re-sends a command whose reply a reconnect lost, and rlock sends a request again when it
+  cannot tell whether it ran, so a script may run twice for one request; the latch makes the second
+  run change nothing.
+  - The hold a request takes is marked in the lock hash itself: a field named by the latch, 'a' (or
+    'a:<token>' for a fenced lock), beside the owner's count. The mark lives exactly as long as the
+    lock, so a released lock leaves nothing behind, and a re-sent copy of the acquire finds it.
+  - A key named by the latch is written only off the common path: 'w' when the request was
+    withdrawn (a copy that runs later takes nothing), 'r0' when its hold was released while the
+    owner kept others (the lock lives on, and a re-sent copy of that release must not release a
+    second hold).
+  One case is the client's to judge: a re-sent copy of the release that deleted the lock finds
+  nothing, as a release after the lease ran out does.
 ]]
 
--- The answer a release already gave for this hold, or nil when it has not run yet.
-local function release_replayed(latch)
-  local done = redis.call('get', latch)
-  if done == 'r0' then return 0 end
-  if done == 'r1' then return 1 end
-  return nil
+-- The owner's hold count (nil: it holds nothing) and the mark of request `latch` (nil: none).
+local function hold_state(lock, owner, latch)
+  local state = redis.call('hmget', lock, owner, latch)
+  -- A missing field reads false (in ioredis-mock's Lua, some other value that is not a string).
+  local mark = state[2]
+  if type(mark) ~= 'string' then mark = nil end
+  return tonumber(state[1]), mark
 end
 
--- Adds one hold of `owner`. The ttl becomes at least `lease` (a short inner lease never cuts off an
--- outer hold), and the latch lives as long as the lock can without a renewal.
-local function add_hold(lock, owner, lease, latch)
-  redis.call('hincrby', lock, owner, 1)
-  local ttl = redis.call('pttl', lock)
+-- Adds one hold of `owner`, marked `mark` for request `latch`. `count` is the owner's hold count
+-- (nil: none) and `ttl` the lock's (-2: no lock). The ttl becomes at least `lease`: a short inner
+-- lease never cuts off an outer hold.
+local function add_hold(lock, owner, count, lease, latch, mark, ttl)
+  redis.call('hset', lock, owner, (count or 0) + 1, latch, mark)
   if ttl < lease then
-    ttl = lease
-    redis.call('pexpire', lock, ttl)
+    redis.call('pexpire', lock, lease)
   end
-  redis.call('set', latch, 'a', 'px', ttl)
 end
 
--- Removes one hold of `owner`: nil when it held none, 0 when holds remain (the ttl is left as it
--- is), 1 when that was the last hold and the lock is deleted. The latch remembers the answer for at
--- least `latch_ms`, and while holds remain for as long as the lock lives.
-local function remove_hold(lock, owner, latch, latch_ms)
-  if redis.call('hexists', lock, owner) == 0 then
-    return nil
-  end
-  if redis.call('hincrby', lock, owner, -1) > 0 then
+-- Removes one hold of `owner`, whose count is `count`: 0 when holds remain (the ttl is left as it
+-- is; the latch remembers the release for at least `latch_ms`, and as long as the lock lives), 1
+-- when that was the last hold and the lock is deleted.
+local function remove_hold(lock, owner, count, latch, latch_ms)
+  if count > 1 then
+    redis.call('hset', lock, owner, count - 1)
+    redis.call('hdel', lock, latch)
     redis.call('set', latch, 'r0', 'px', math.max(redis.call('pttl', lock), latch_ms))
     return 0
   end
   redis.call('del', lock)
-  redis.call('set', latch, 'r1', 'px', latch_ms)
   return 1
+end
+
+-- Releases the hold request `latch` took: nil when it holds nothing (any more), 0 when the owner
+-- still holds others, 1 when the lock is deleted. With `any`, a hold without a mark (taken by a
+-- hand-off not yet confirmed, or through another client for an explicit owner id) is released
+-- instead: any one hold of the owner.
+local function release_hold(lock, owner, latch, latch_ms, any)
+  local count, mark = hold_state(lock, owner, latch)
+  if not mark then
+    if redis.call('get', latch) == 'r0' then return 0 end
+    if not any then return nil end
+  end
+  if not count then return nil end
+  return remove_hold(lock, owner, count, latch, latch_ms)
+end
+
+-- Withdraws request `latch`: a copy that runs later takes nothing, and the hold it took, if any, is
+-- released. Returns 1 when it had taken a hold, with `freed` 1 when that deleted the lock.
+local function withdraw_request(lock, owner, latch, latch_ms)
+  local count, mark = hold_state(lock, owner, latch)
+  redis.call('set', latch, 'w', 'px', latch_ms, 'nx')
+  if not mark or not count then return 0, 0 end
+  return 1, remove_hold(lock, owner, count, latch, latch_ms)
 end

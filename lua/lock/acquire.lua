@@ -1,7 +1,7 @@
 --[[
   Acquire or re-enter a reentrant lock (Redisson RLock layout).
   KEYS[1]  lock hash: field owner id -> hold count
-  KEYS[2]  hold latch: marks that this request took effect, so a re-sent copy does not count twice
+  KEYS[2]  the request's latch (see include/holds.lua): the hold it takes is marked under this name
   ARGV[1]  lease in ms (the watchdog timeout for watchdog locks)
   ARGV[2]  owner id "<clientId>:<ownerNumber>"
   Returns  nil when acquired or re-entered; otherwise the holder's remaining ttl in ms (-1: no expiry);
@@ -9,13 +9,17 @@
 ]]
 --@include include/holds.lua
 
-local state = redis.call('get', KEYS[2])
-if state then
-  if state == 'w' then return -3 end
+if redis.call('exists', KEYS[2]) == 1 then return -3 end
+local lease = tonumber(ARGV[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -2 then
+  add_hold(KEYS[1], ARGV[2], nil, lease, KEYS[2], 'a', ttl)
   return nil
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  add_hold(KEYS[1], ARGV[2], tonumber(ARGV[1]), KEYS[2])
+local count, mark = hold_state(KEYS[1], ARGV[2], KEYS[2])
+if mark then return nil end
+if count then
+  add_hold(KEYS[1], ARGV[2], count, lease, KEYS[2], 'a', ttl)
   return nil
 end
-return redis.call('pttl', KEYS[1])
+return ttl

@@ -91,8 +91,17 @@ export abstract class BaseLock implements RLock {
     latch: string,
     kind: AttemptKind,
   ): Promise<number | null>;
-  /** 1 when the owner's last hold is gone, 0 when it still holds, null when it held nothing. */
-  protected abstract release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null>;
+  /**
+   * Releases the hold request `latch` took (with `any`: any one hold of the owner, for a hold Redis
+   * did not mark): 1 when the owner's last hold is gone, 0 when it still holds, null when the hold
+   * is gone.
+   */
+  protected abstract release(
+    owner: string,
+    latch: string,
+    latchMs: number,
+    any: boolean,
+  ): Promise<0 | 1 | null>;
   /**
    * Withdraws the acquire request of `latch`, whose outcome its caller never learned: releases the
    * hold it took, or makes sure a copy of it that runs later takes none.
@@ -105,8 +114,11 @@ export abstract class BaseLock implements RLock {
   protected abstract readonly wakeSourceFirst: boolean;
   /** Leaves whatever a wait left behind (a queue place); nothing for a plain lock. */
   protected giveUp?(owner: string): Promise<unknown>;
-  /** Takes over a lock a release handed to this owner, with its own lease; false when lost. */
-  protected confirmHandoff?(owner: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Takes over a lock a release handed to this owner, with its own lease, its hold marked with
+   * `latch`; false when lost.
+   */
+  protected confirmHandoff?(owner: string, leaseMs: number, latch: string): Promise<boolean>;
 
   lock(leaseTime?: number): Promise<void>;
   lock(options: LockOptions): Promise<void>;
@@ -154,7 +166,7 @@ export abstract class BaseLock implements RLock {
       if (currentTask()?.ownerId === undefined) throw this.notHeld(owner, lostBefore);
       return this.releaseUnknownHold(owner);
     }
-    const latch = taken.hold.latch;
+    const { latch, marked } = taken.hold;
     const latchMs = this.latchLifetime(taken.hold);
     try {
       if (!taken.inBook) {
@@ -163,10 +175,17 @@ export abstract class BaseLock implements RLock {
         await this.callUntilAnswered('release', latchMs, () => this.withdraw(owner, latch, latchMs));
         throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
       }
-      const result = await this.callUntilAnswered('release', latchMs, () =>
-        this.release(owner, latch, latchMs),
+      const closesBefore = this.context.reconnects.count;
+      let result = await this.callUntilAnswered('release', latchMs, () =>
+        this.release(owner, latch, latchMs, !marked),
       );
       const rest = book.get(this.name, owner);
+      if (result === null && !rest && this.context.reconnects.count !== closesBefore) {
+        // The connection closed while the release was out, and ioredis sent it again: the copy
+        // finds nothing when the first run deleted the lock and only its reply was lost. (A lease
+        // that ran out in that same moment reads the same; either way nothing is held now.)
+        result = 1;
+      }
       if (result === null) {
         if (rest) book.lose(rest, 'not-in-redis', 'Redis no longer had its holds');
         throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
@@ -183,7 +202,7 @@ export abstract class BaseLock implements RLock {
     const latch = this.newLatch();
     const latchMs = this.context.watchdogTimeout;
     const result = await this.callUntilAnswered('release', latchMs, () =>
-      this.release(owner, latch, latchMs),
+      this.release(owner, latch, latchMs, true),
     );
     if (result === null) throw this.notHeld(owner, undefined);
   }
@@ -505,17 +524,15 @@ export abstract class BaseLock implements RLock {
       this.withdrawAdopted(owner, granted?.latch, leaseMs);
       return false;
     }
-    let { latch, sentAt } = granted ?? { latch: this.newLatch(), sentAt: performance.now() };
+    const handoff = outcome === 'handoff';
+    // The release that handed the lock over granted it provisionally, unmarked; a fresh latch
+    // serves its release, and marks it once confirmed.
+    const { latch, sentAt } = (!handoff && granted) || { latch: this.newLatch(), sentAt: performance.now() };
     const token = this.tokenOf(latch);
-    if (outcome === 'handoff') {
-      // The release that handed the lock over granted it provisionally; a fresh latch serves its
-      // release. The lock is the caller's now: confirming it runs in the background, ahead of any
-      // later command on the connection, and a failed confirmation is a lost lock.
-      latch = this.newLatch();
-      sentAt = performance.now();
-      void this.confirm(owner, leaseMs);
-    }
-    const hold: Hold = { latch, leaseTime, entry, reopen: this.reopen, body: how.body };
+    const hold: Hold = { latch, marked: !handoff, leaseTime, entry, reopen: this.reopen, body: how.body };
+    // The lock is the caller's now: confirming a hand-off runs in the background, ahead of any
+    // later command on the connection, and a failed confirmation is a lost lock.
+    if (handoff) void this.confirm(owner, leaseMs, hold);
     context.book.add(this.name, owner, hold, sentAt + leaseMs, holder, {
       quiet: how.quiet,
       explicit: currentTask()?.ownerId !== undefined,
@@ -560,12 +577,13 @@ export abstract class BaseLock implements RLock {
     }
   }
 
-  private async confirm(owner: string, leaseMs: number): Promise<void> {
+  private async confirm(owner: string, leaseMs: number, hold: Hold): Promise<void> {
     let confirmed = true;
     try {
       const confirmHandoff = this.confirmHandoff;
       if (confirmHandoff)
-        confirmed = await this.call('confirm', () => confirmHandoff.call(this, owner, leaseMs));
+        confirmed = await this.call('confirm', () => confirmHandoff.call(this, owner, leaseMs, hold.latch));
+      hold.marked = confirmed;
     } catch (error) {
       // Unanswered: the provisional grant holds the lock (for fairLockWaitTimeout) and the
       // watchdog or the lease takes over from there.

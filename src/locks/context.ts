@@ -6,6 +6,7 @@ import type { Subscriber } from '../pubsub';
 import type { RedisCalls } from '../redis-call';
 import type { RedisConnection } from '../redis';
 import type { ClientRegistry } from '../registry';
+import type { ReconnectCounter } from '../reconnects';
 import type { PublishCommand } from '../scripts';
 import type { StepLimits } from '../wait';
 import type { Watchdog } from '../watchdog';
@@ -59,4 +60,6 @@ export interface LockContext {
   publishCommand(): Promise<PublishCommand>;
   /** A request id unique to this client, for latches. */
   newRequestId(): string;
+  /** Counts the connection's closes: an answer after one may come from a re-sent command. */
+  readonly reconnects: ReconnectCounter;
 }

@@ -55,12 +55,17 @@ export class FairLock extends BaseLock {
     return ttl;
   }
 
-  protected async release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
+  protected async release(
+    owner: string,
+    latch: string,
+    latchMs: number,
+    any: boolean,
+  ): Promise<0 | 1 | null> {
     const publish = await this.context.publishCommand();
     return releaseFairLock(
       this.context.redis,
       [...this.queueKeys, latch],
-      [owner, latchMs, this.context.fairLockWaitTimeout, publish],
+      [owner, latchMs, this.context.fairLockWaitTimeout, publish, any ? 'any' : 'marked'],
     );
   }
 
@@ -111,8 +116,9 @@ export class FairLock extends BaseLock {
     ]);
   }
 
-  protected override async confirmHandoff(owner: string, leaseMs: number): Promise<boolean> {
+  protected override async confirmHandoff(owner: string, leaseMs: number, latch: string): Promise<boolean> {
     const publish = await this.context.publishCommand();
-    return (await confirmFairHandoff(this.context.redis, this.queueKeys, [owner, leaseMs, publish])) === 1;
+    const keys: [...FairKeys, string] = [...this.queueKeys, latch];
+    return (await confirmFairHandoff(this.context.redis, keys, [owner, leaseMs, publish])) === 1;
   }
 }

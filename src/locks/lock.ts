@@ -18,11 +18,16 @@ export class ReentrantLock extends BaseLock {
     return acquireLock(this.context.redis, [this.keys.lock, latch], [leaseMs, owner]);
   }
 
-  protected async release(owner: string, latch: string, latchMs: number): Promise<0 | 1 | null> {
+  protected async release(
+    owner: string,
+    latch: string,
+    latchMs: number,
+    any: boolean,
+  ): Promise<0 | 1 | null> {
     return releaseLock(
       this.context.redis,
       [this.keys.lock, this.keys.channel, latch],
-      [owner, latchMs, UNLOCK_MESSAGE, await this.context.publishCommand()],
+      [owner, latchMs, UNLOCK_MESSAGE, await this.context.publishCommand(), any ? 'any' : 'marked'],
     );
   }
 
