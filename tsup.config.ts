@@ -1,14 +1,25 @@
 import { defineConfig } from 'tsup';
 
-// One bundle per module system so that `import` and `require` both get native code. The Lua
-// scripts are inside them (src/lua.generated.ts): the package reads no files at run time.
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  outExtension: ({ format }) => ({ js: format === 'cjs' ? '.cjs' : '.mjs' }),
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-  platform: 'node',
-});
+export default defineConfig([
+  // One bundle per module system so that `import` and `require` both get native code. The Lua
+  // scripts are inside them (src/lua.generated.ts): the package reads no files at run time.
+  {
+    entry: ['src/index.ts'],
+    format: ['esm', 'cjs'],
+    outExtension: ({ format }) => ({ js: format === 'cjs' ? '.cjs' : '.mjs' }),
+    dts: true,
+    clean: true,
+    sourcemap: true,
+    target: 'node20',
+    platform: 'node',
+  },
+  // The `rlock` command (package.json "bin"): one file, run by node.
+  {
+    entry: { cli: 'src/cli/rlock.ts' },
+    format: ['cjs'],
+    outExtension: () => ({ js: '.cjs' }),
+    sourcemap: true,
+    target: 'node20',
+    platform: 'node',
+  },
+]);

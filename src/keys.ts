@@ -67,9 +67,12 @@ export function holdLatchKey(name: string, requestId: string, slot?: number): st
   return `${prefixName(LATCH_PREFIX, name, slot)}:${requestId}`;
 }
 
-/** Whether a field of a lock hash is a hold's mark rather than an owner id (a holder). */
+/**
+ * Whether a field of a lock hash is a hold's mark rather than an owner id (a holder). The mark is
+ * the latch's key name as the script saw it, so an ioredis keyPrefix leads it.
+ */
 export function isHoldMark(field: string): boolean {
-  return field.startsWith(`${LATCH_PREFIX}:`);
+  return field.includes(`${LATCH_PREFIX}:`);
 }
 
 /** The fenced lock's token counter (Redisson RFencedLock's redisson_lock_token:{name}). */

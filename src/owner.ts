@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { isHoldMark } from './keys';
 
 /**
  * Who is asking for a lock: the Node counterpart of Redisson's thread.
@@ -119,6 +120,14 @@ export function checkOwnerId(value: unknown): string {
     throw Object.assign(
       new RangeError(
         `ownerId must be at most ${MAX_OWNER_ID_LENGTH} characters without control characters (such as newlines)`,
+      ),
+      { code: 'ERR_OUT_OF_RANGE' },
+    );
+  }
+  if (isHoldMark(value)) {
+    throw Object.assign(
+      new RangeError(
+        'ownerId must not contain "rlock_hold_latch:": fields named so mark holds in the lock hash',
       ),
       { code: 'ERR_OUT_OF_RANGE' },
     );

@@ -1,0 +1,337 @@
+import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { LockClient } from '../src';
+import { startCluster, type RedisClusterServers } from './helpers/redis-cluster';
+import { freePort } from './helpers/redis-server';
+import { MASTER_NAME, startSentinelDeployment, type SentinelDeployment } from './helpers/redis-sentinel';
+import { useRedis } from './helpers/setup';
+import { eventually, sleep } from './helpers/wait';
+import { startWorker } from './helpers/workers';
+
+/** The built command, run as a user runs it (npm test builds dist/ first). */
+const COMMAND = resolve(__dirname, '..', 'dist', 'cli.cjs');
+
+interface Outcome {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+function rlock(args: string[], env: Record<string, string> = {}): Promise<Outcome> {
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      [COMMAND, ...args],
+      { env: { ...process.env, REDIS_URL: '', ...env }, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        const status = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        done({ status, stdout, stderr });
+      },
+    );
+  });
+}
+
+beforeAll(() => {
+  if (!existsSync(COMMAND))
+    throw new Error('dist/cli.cjs is missing: run `npm run build` (npm test does it first)');
+});
+
+describe('rlock command line', () => {
+  test('--help and --version answer without Redis', async () => {
+    const help = await rlock(['--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/rlock inspect <name>/);
+    expect((await rlock(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  test.each([
+    [['frobnicate'], /unknown command "frobnicate"/],
+    [['inspect'], /inspect needs a lock name/],
+    [['list', '--jsn'], /Unknown option '--jsn'/],
+    [['inspect', 'x', '--redis', 'http://localhost'], /invalid --redis URL "http:\/\/localhost"/],
+    [['inspect', 'x', '--redis', 'redis://localhost:6379/x'], /"x" is not a database number/],
+    [['inspect', 'x', '--redis', 'redis+sentinel://localhost:26379'], /expected redis\+sentinel:\/\//],
+    [['watch', 'x', '--interval', '0'], /--interval must be a whole number above 0/],
+  ])('a wrong command line %j exits 2 with one line', async (args, message) => {
+    const outcome = await rlock(args);
+    expect(outcome.status).toBe(2);
+    expect(outcome.stderr).toMatch(message);
+    expect(outcome.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  test('a refused connection exits 1 with one line saying why, and hides the password', async () => {
+    const port = await freePort();
+    const outcome = await rlock(['inspect', 'x', '--redis', `redis://user:secret@127.0.0.1:${port}`]);
+    expect(outcome.status).toBe(1);
+    expect(outcome.stderr.trim()).toBe(
+      `rlock: cannot connect to redis://user:***@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
+  });
+});
+
+describe('rlock command on a server', () => {
+  const redis = useRedis();
+  const url = (): string => `redis://127.0.0.1:${redis.port()}`;
+
+  test('inspect names the holder, its hold count, the host and process behind it, and the ttl', async () => {
+    const holder = startWorker([String(redis.port()), 'hold', 'orders:42'], { CLIENT_ID: 'billing' });
+    try {
+      expect(await holder.firstMessage).toBe('locked');
+      const text = await rlock(['inspect', 'orders:42', '--redis', url()]);
+      expect(text.status).toBe(0);
+      expect(text.stdout).toMatch(/^orders:42 {2}lock\n/);
+      expect(text.stdout).toMatch(
+        new RegExp(
+          `billing/[0-9a-f]{16}:\\d+ {2}1 hold {2}billing, pid ${holder.child.pid} on ${hostname()}`,
+        ),
+      );
+      const json = JSON.parse((await rlock(['inspect', 'orders:42', '--redis', url(), '--json'])).stdout);
+      expect(json.kinds).toEqual(['lock']);
+      expect(json.holders).toEqual([
+        expect.objectContaining({
+          holds: 1,
+          client: expect.objectContaining({ pid: holder.child.pid, label: 'billing' }),
+        }),
+      ]);
+      expect(json.ttlMs).toBeGreaterThan(0);
+      expect(json.ttlMs).toBeLessThanOrEqual(30_000);
+    } finally {
+      holder.child.kill('SIGKILL');
+    }
+  });
+
+  test('inspect shows re-entries, the fair queue in order with its deadlines, and the fencing token', async () => {
+    const client = redis.client({ clientId: 'svc' });
+    const fair = client.getFairLock('payout:7');
+    await fair.lock();
+    await fair.lock();
+    const waits = [1, 2].map(() =>
+      client.runInTask(async () => {
+        const lock = client.getFairLock('payout:7');
+        const acquired = await lock.tryLock(10_000);
+        if (acquired) await lock.unlock();
+        return acquired;
+      }),
+    );
+    await eventually(
+      'two queued',
+      async () => (await redis.admin().llen('rlock_fair_queue:{payout:7}')) === 2,
+    );
+    const queued = await redis.admin().lrange('rlock_fair_queue:{payout:7}', 0, -1);
+    const state = JSON.parse((await rlock(['inspect', 'payout:7', '--redis', url(), '--json'])).stdout);
+    expect(state.kinds).toEqual(['lock', 'fair queue']);
+    expect(state.holders).toEqual([
+      expect.objectContaining({ ownerId: expect.stringMatching(/^svc\//), holds: 2 }),
+    ]);
+    expect(state.queue.map((w: { ownerId: string }) => w.ownerId)).toEqual(queued);
+    for (const waiter of state.queue) {
+      expect(waiter.placeExpiresInMs).toBeGreaterThan(0);
+      expect(waiter.placeExpiresInMs).toBeLessThanOrEqual(10_000);
+      expect(waiter.client).toEqual(expect.objectContaining({ pid: process.pid, label: 'svc' }));
+    }
+    expect(state.listeners).toEqual({ 'rlock_fair__channel:{payout:7}': 1 });
+    await fair.unlock();
+    await fair.unlock();
+    expect(await Promise.all(waits)).toEqual([true, true]);
+
+    const token = await client.getFencedLock('leader').lockAndGetToken();
+    const fenced = JSON.parse((await rlock(['inspect', 'leader', '--redis', url(), '--json'])).stdout);
+    expect(fenced.fencingToken).toBe(token);
+    const text = (await rlock(['inspect', 'leader', '--redis', url()])).stdout;
+    expect(text).toContain(`token      ${token}`);
+  });
+
+  test('inspect of a free name, a counter and a key that is not a lock', async () => {
+    await redis.admin().set('permits', '3');
+    await redis.admin().rpush('a-list', 'x');
+    expect((await rlock(['inspect', 'free-name', '--redis', url()])).stdout).toBe(
+      'free-name  nothing here (free)\n',
+    );
+    expect((await rlock(['inspect', 'permits', '--redis', url()])).stdout).toMatch(/value {6}3 /);
+    expect((await rlock(['inspect', 'a-list', '--redis', url()])).stdout).toMatch(/list \(not a lock\)/);
+  });
+
+  test('list finds locks, queues and counters by pattern, with SCAN and never KEYS', async () => {
+    const client = redis.client();
+    await client.getLock('list:a').lock();
+    await client.getFencedLock('list:b').lockAndGetToken();
+    await client.getFairLock('list:c').lock();
+    const waiting = client.runInTask(() => client.getFairLock('list:c').tryLock(5_000)).catch(() => false);
+    await eventually('queued', async () => (await redis.admin().llen('rlock_fair_queue:{list:c}')) === 1);
+    await redis.admin().set('list:d', '5');
+    await redis.admin().hset('list:app-hash', 'field', 'value');
+    await redis.resetStats();
+    const listed = JSON.parse((await rlock(['list', 'list:*', '--redis', url(), '--json'])).stdout);
+    expect(listed.map((item: { name: string; kinds: string[] }) => [item.name, item.kinds])).toEqual([
+      ['list:a', ['lock']],
+      ['list:b', ['lock', 'fencing counter']],
+      ['list:c', ['lock', 'fair queue']],
+      ['list:d', ['semaphore or count-down latch (an integer)']],
+    ]);
+    expect(listed[2]).toEqual(expect.objectContaining({ holders: 1, waiters: 1 }));
+    expect(await redis.commandCalls('keys')).toBe(0);
+    expect(await redis.commandCalls('scan')).toBeGreaterThan(0);
+    expect((await rlock(['list', 'nothing:*', '--redis', url()])).stdout).toBe('nothing found\n');
+    await client.close();
+    await waiting;
+  });
+
+  test('force-unlock asks first, deletes with --yes and wakes a waiter in another process', async () => {
+    const client = redis.client();
+    const lock = client.getLock('stuck');
+    await lock.lock();
+    const waiter = startWorker([String(redis.port()), 'wait', 'stuck', '60000']);
+    try {
+      expect(await waiter.firstMessage).toBe('started');
+      await sleep(200);
+      // No terminal to ask on, and no --yes: nothing happens.
+      const refused = await rlock(['force-unlock', 'stuck', '--redis', url()]);
+      expect(refused.status).toBe(2);
+      expect(refused.stderr).toMatch(/without a terminal, pass --yes/);
+      expect(await lock.isLocked()).toBe(true);
+
+      const startedAt = performance.now();
+      const done = await rlock(['force-unlock', 'stuck', '--redis', url(), '--yes']);
+      expect(done).toEqual(
+        expect.objectContaining({ status: 0, stdout: 'unlocked "stuck"; its waiters were woken\n' }),
+      );
+      // Woken by the release message, not by the holder's 30 s lease running out.
+      await eventually('the waiter took it', async () => (await redis.admin().llen('stuck:order')) === 1);
+      expect(performance.now() - startedAt).toBeLessThan(5_000);
+    } finally {
+      waiter.child.kill('SIGKILL');
+    }
+    const nothing = await rlock(['force-unlock', 'no-such-lock', '--redis', url(), '--yes']);
+    expect(nothing.status).toBe(3);
+    expect(nothing.stderr).toMatch(/nothing to unlock/);
+  });
+
+  test('force-unlock of a fair lock hands it to the next in line', async () => {
+    const holder = redis.client();
+    await holder.getFairLock('fair-stuck').lock();
+    const next = redis.client();
+    const waiting = next.getFairLock('fair-stuck').tryLock(20_000);
+    await eventually('queued', async () => (await redis.admin().llen('rlock_fair_queue:{fair-stuck}')) === 1);
+    expect((await rlock(['force-unlock', 'fair-stuck', '--redis', url(), '--yes'])).status).toBe(0);
+    expect(await waiting).toBe(true);
+  });
+
+  test('a keyPrefix the services use is honoured with --key-prefix', async () => {
+    const prefixed = redis.client({}, redis.connect({ keyPrefix: 'svc:' }));
+    await prefixed.getLock('prefixed').lock();
+    const found = JSON.parse(
+      (await rlock(['inspect', 'prefixed', '--redis', url(), '--key-prefix', 'svc:', '--json'])).stdout,
+    );
+    expect(found.holders).toHaveLength(1);
+    const listed = JSON.parse(
+      (await rlock(['list', 'pre*', '--redis', url(), '--key-prefix', 'svc:', '--json'])).stdout,
+    );
+    expect(listed).toEqual([expect.objectContaining({ name: 'prefixed', kinds: ['lock'] })]);
+  });
+
+  test('watch prints the state again when it changes, and Ctrl-C ends it', async () => {
+    const client = redis.client();
+    const lock = client.getLock('watched');
+    await lock.lock();
+    const child = spawn(process.execPath, [
+      COMMAND,
+      'watch',
+      'watched',
+      '--redis',
+      url(),
+      '--json',
+      '--interval',
+      '5000',
+    ]);
+    const lines: string[] = [];
+    let buffer = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const complete = buffer.split('\n');
+      buffer = complete.pop() as string;
+      lines.push(...complete);
+    });
+    await eventually('first view', async () => lines.length === 1);
+    expect(JSON.parse(lines[0] as string).holders).toHaveLength(1);
+    const releasedAt = performance.now();
+    await lock.unlock();
+    await eventually('second view', async () => lines.length === 2);
+    // The release message woke it, not the 5 s interval.
+    expect(performance.now() - releasedAt).toBeLessThan(2_000);
+    expect(JSON.parse(lines[1] as string).holders).toHaveLength(0);
+    const exited = new Promise<number | null>((done) => child.once('exit', done));
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+  });
+});
+
+describe('rlock doctor', () => {
+  const redis = useRedis(['--maxmemory', '100mb', '--maxmemory-policy', 'volatile-lru']);
+
+  test('warns about an eviction policy that can drop held locks, and reports the rest', async () => {
+    const url = `redis://127.0.0.1:${redis.port()}`;
+    const report = JSON.parse((await rlock(['doctor', '--redis', url, '--json'])).stdout);
+    const byTopic = Object.fromEntries(report.findings.map((f: { topic: string }) => [f.topic, f]));
+    expect(byTopic.eviction).toEqual(
+      expect.objectContaining({
+        level: 'warn',
+        text: expect.stringMatching(/volatile-lru evicts keys with a ttl/),
+      }),
+    );
+    expect(byTopic.version.text).toMatch(/^Redis \d+\.\d+/);
+    expect(byTopic['pub/sub'].text).toMatch(/^classic/);
+    expect(byTopic['round trip'].text).toMatch(/^PING p50 [\d.]+ ms/);
+
+    await redis.admin().config('SET', 'maxmemory-policy', 'noeviction');
+    const text = await rlock(['doctor', '--redis', url]);
+    expect(text.status).toBe(0);
+    expect(text.stdout).toMatch(/^ok {4}eviction {3}maxmemory-policy noeviction/m);
+  });
+});
+
+describe('rlock command on a cluster and through Sentinel', () => {
+  let cluster: RedisClusterServers;
+  let sentinel: SentinelDeployment;
+
+  beforeAll(async () => {
+    [cluster, sentinel] = await Promise.all([startCluster(), startSentinelDeployment()]);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([cluster?.stop(), sentinel?.stop()]);
+  });
+
+  test('any node of a cluster will do: inspect and list read every key where it lives', async () => {
+    const client = new LockClient(cluster.connect());
+    try {
+      const names = ['c:1', 'c:2', 'c:3', 'c:4', 'c:5', 'c:6'];
+      for (const name of names) await client.getLock(name).lock();
+      const url = `redis://127.0.0.1:${cluster.nodes[2]?.port}`;
+      const state = JSON.parse((await rlock(['inspect', 'c:4', '--redis', url, '--json'])).stdout);
+      expect(state.holders).toHaveLength(1);
+      const listed = JSON.parse((await rlock(['list', 'c:*', '--redis', url, '--json'])).stdout);
+      expect(listed.map((item: { name: string }) => item.name)).toEqual(names);
+      const report = JSON.parse((await rlock(['doctor', '--redis', url, '--json'])).stdout);
+      expect(report.findings).toContainEqual(
+        expect.objectContaining({ topic: 'deployment', text: expect.stringMatching(/^cluster, 3 masters/) }),
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('a redis+sentinel:// URL finds the master', async () => {
+    const client = new LockClient(sentinel.connect());
+    try {
+      await client.getLock('through-sentinel').lock();
+      const url = `redis+sentinel://127.0.0.1:${sentinel.sentinel.port}/${MASTER_NAME}`;
+      const state = JSON.parse(
+        (await rlock(['inspect', 'through-sentinel', '--redis', url, '--json'])).stdout,
+      );
+      expect(state.holders).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+/**
+ * The `rlock` command: inspect, list, watch and repair locks in Redis (see `rlock --help`).
+ */
+import { version } from '../../package.json';
+import { connect, ConnectError } from './connect';
+import { describeFindings, doctor } from './doctor';
+import { forceUnlock, NothingDone } from './force-unlock';
+import { inspect } from './inspect';
+import { describeListing, list } from './list';
+import { HELP, parseCommandLine, UsageError, type CommandLine } from './usage';
+import { watch } from './watch';
+
+const EXIT = { done: 0, redis: 1, usage: 2, nothingDone: 3 } as const;
+
+async function run(line: CommandLine, stop: AbortSignal): Promise<string | undefined> {
+  if (line.command === 'help') return HELP;
+  if (line.command === 'version') return version;
+  const target = await connect(line.redis, line.keyPrefix);
+  const redis = target.connection;
+  const name = line.argument as string;
+  try {
+    switch (line.command) {
+      case 'inspect':
+        return await inspect(redis, name, line.keyPrefix, line.json);
+      case 'list': {
+        const listed = await list(redis, line.argument ?? '*', line.keyPrefix, line.count);
+        return line.json ? JSON.stringify(listed, null, 2) : describeListing(listed);
+      }
+      case 'watch':
+        await watch(redis, name, line.keyPrefix, {
+          json: line.json,
+          intervalMs: line.intervalMs,
+          stop,
+          write: (text) => process.stdout.write(text),
+        });
+        return undefined;
+      case 'force-unlock': {
+        const unlocked = await forceUnlock(redis, name, line.keyPrefix, { yes: line.yes, json: line.json });
+        return line.json
+          ? JSON.stringify(unlocked, null, 2)
+          : unlocked.deleted
+            ? `unlocked "${name}"; its waiters were woken`
+            : `"${name}" was already free`;
+      }
+      case 'doctor': {
+        const findings = await doctor(target);
+        return line.json
+          ? JSON.stringify({ where: target.where, findings }, null, 2)
+          : describeFindings(findings);
+      }
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** One line for what went wrong, and the exit status it means. */
+function failure(error: unknown): { message: string; status: number } {
+  if (error instanceof UsageError) return { message: error.message, status: EXIT.usage };
+  if (error instanceof NothingDone) return { message: error.message, status: EXIT.nothingDone };
+  if (error instanceof ConnectError) return { message: error.message, status: EXIT.redis };
+  const text = error instanceof Error ? error.message : String(error);
+  return { message: text.split('\n')[0] as string, status: EXIT.redis };
+}
+
+async function main(): Promise<void> {
+  const stop = new AbortController();
+  process.once('SIGINT', () => stop.abort());
+  try {
+    const output = await run(parseCommandLine(process.argv.slice(2), process.env), stop.signal);
+    if (output !== undefined) process.stdout.write(`${output}\n`);
+    process.exitCode = EXIT.done;
+  } catch (error) {
+    const { message, status } = failure(error);
+    process.stderr.write(`rlock: ${message}\n`);
+    process.exitCode = status;
+  }
+}
+
+void main();
