@@ -1,8 +1,8 @@
 /** Base class of every error rlock raises itself; `code` is stable across versions. */
-export class RLockError extends Error {
-  readonly code: string;
+export class RLockError<Code extends string = string> extends Error {
+  readonly code: Code;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: Code, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -22,7 +22,7 @@ export interface NotHeldHint {
 }
 
 /** unlock() by an owner that holds no hold: never locked, released already, or the lease ran out. */
-export class LockNotHeldError extends RLockError {
+export class LockNotHeldError extends RLockError<'ERR_LOCK_NOT_HELD'> {
   readonly lockName: string;
   /** The owner that asked: `<clientId>:<ownerNumber>`, or an explicit owner id. */
   readonly ownerId: string;
@@ -57,7 +57,7 @@ function explainNotHeld({ heldByOthers, lost, heldForBody, inTask }: NotHeldHint
 }
 
 /** withLock() gave up because waitTime passed before the lock could be acquired. */
-export class LockTimeoutError extends RLockError {
+export class LockTimeoutError extends RLockError<'ERR_LOCK_TIMEOUT'> {
   readonly lockName: string;
 
   constructor(lockName: string, waitTime: number) {
@@ -71,7 +71,7 @@ export class LockTimeoutError extends RLockError {
  * before this was thrown) or a release (done on the master: if the master fails before a replica
  * has it, the lock may come back on the promoted replica until its lease ends).
  */
-export class LockNotReplicatedError extends RLockError {
+export class LockNotReplicatedError extends RLockError<'ERR_LOCK_NOT_REPLICATED'> {
   readonly lockName: string;
   readonly operation: 'acquire' | 'release';
   readonly acknowledged: number;
@@ -118,7 +118,7 @@ export type LockLostCode =
  * The reason of a withLock signal aborted because the lease is gone: the critical section no
  * longer runs exclusively. `lostCode` says why.
  */
-export class LockLostError extends RLockError {
+export class LockLostError extends RLockError<'ERR_LOCK_LOST'> {
   readonly lockName: string;
   readonly ownerId: string;
   readonly lostCode: LockLostCode;
@@ -132,7 +132,7 @@ export class LockLostError extends RLockError {
 }
 
 /** The LockClient was closed: pending waits reject with it, and so does every later call. */
-export class ClientClosedError extends RLockError {
+export class ClientClosedError extends RLockError<'ERR_CLIENT_CLOSED'> {
   constructor(message = 'the LockClient is closed; create a new LockClient to take locks again') {
     super('ERR_CLIENT_CLOSED', message);
   }
@@ -143,7 +143,7 @@ export class ClientClosedError extends RLockError {
  * reached at all (connection refused or closed, ioredis gave up retrying). The operation may or may
  * not have run: anything it took is given back once Redis answers. `cause` is what ioredis said.
  */
-export class RedisUnavailableError extends RLockError {
+export class RedisUnavailableError extends RLockError<'ERR_REDIS_UNAVAILABLE'> {
   readonly lockName: string;
   /** What rlock was doing: 'acquire', 'release', 'renew', 'subscribe', ... */
   readonly operation: string;
@@ -160,7 +160,7 @@ export class RedisUnavailableError extends RLockError {
  * (maxmemory with noeviction), READONLY (the connection reaches a replica), NOSCRIPT, ... `cause` is
  * the original ReplyError; `replyCode` its first word.
  */
-export class RedisReplyError extends RLockError {
+export class RedisReplyError extends RLockError<'ERR_REDIS_REPLY'> {
   readonly lockName: string;
   readonly operation: string;
   /** The error's code as Redis sent it: 'WRONGTYPE', 'OOM', 'READONLY', 'ERR', ... */

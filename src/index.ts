@@ -11,7 +11,15 @@ export {
   RedisUnavailableError,
   RLockError,
 } from './errors';
-export type { Held, LockOptions, RFencedLock, RLock, TryLockOptions, WithLockOptions } from './locks/types';
+export type {
+  FencedHeld,
+  Held,
+  LockOptions,
+  RFencedLock,
+  RLock,
+  TryLockOptions,
+  WithLockOptions,
+} from './locks/types';
 export type { PubSubOption } from './pubsub-mode';
 export type { RedisConnection } from './redis';
 export type { ReplicaWait } from './replicas';

@@ -3,7 +3,7 @@ import { acquireFencedLock } from '../scripts';
 import { checkLeaseTime, checkWaitTime } from '../validate';
 import type { LockContext } from './context';
 import { ReentrantLock } from './lock';
-import type { RFencedLock } from './types';
+import type { FencedHeld, RFencedLock, WithLockOptions } from './types';
 
 /**
  * The reentrant lock plus a fencing token (Redisson RFencedLock layout): every acquisition,
@@ -30,6 +30,12 @@ export class FencedLock extends ReentrantLock implements RFencedLock {
       waitTime === undefined ? 0 : checkWaitTime(waitTime),
       leaseTime === undefined ? -1 : checkLeaseTime(leaseTime),
     );
+  }
+
+  override withLock<T>(fn: (held: FencedHeld) => Promise<T> | T, options?: WithLockOptions): Promise<T> {
+    if (typeof fn !== 'function') return super.withLock(fn, options);
+    // Every acquisition of this kind carries its token (see acquire()).
+    return super.withLock((held) => fn(held as FencedHeld), options);
   }
 
   async getToken(): Promise<number | null> {

@@ -54,8 +54,16 @@ export interface RLock {
   withLock<T>(fn: (held: Held) => Promise<T> | T, options?: WithLockOptions): Promise<T>;
 }
 
+/** What a fenced lock's `withLock` hands its callback: the acquisition's fencing token is always there. */
+export interface FencedHeld extends Held {
+  /** This acquisition's fencing token, larger than every token handed out before it. */
+  token: number;
+}
+
 /** An RLock whose every acquisition carries a fencing token (Redisson's RFencedLock). */
 export interface RFencedLock extends RLock {
+  /** As RLock's withLock; the callback gets this acquisition's fencing token as `held.token`. */
+  withLock<T>(fn: (held: FencedHeld) => Promise<T> | T, options?: WithLockOptions): Promise<T>;
   /** Waits until acquired; resolves with the acquisition's fencing token. */
   lockAndGetToken(leaseTime?: number): Promise<number>;
   /** The token, or null when not acquired within waitTime (default 0: one attempt). */
