@@ -39,8 +39,16 @@ export function fencedToken(client: LockClient): Promise<number> {
 
 // Events are typed by name: a misspelt one does not compile, and listeners get their payload's type.
 export function listen(client: LockClient): void {
-  client.on('lockLost', (event) => expectType<Same<typeof event, LockLostEvent>>());
-  client.on('redisError', (event) => expectType<Same<typeof event, RedisErrorEvent>>());
+  client.on('lockLost', (event) => {
+    const payload: LockLostEvent = event;
+    expectType<Same<typeof event, LockLostEvent>>();
+    return payload;
+  });
+  client.on('redisError', (event) => {
+    const payload: RedisErrorEvent = event;
+    expectType<Same<typeof event, RedisErrorEvent>>();
+    return payload;
+  });
   // @ts-expect-error: no such event
   client.on('lockLots', () => undefined);
 }
