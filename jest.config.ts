@@ -6,6 +6,9 @@ const common: Config = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
+  // examples/ import the package by its name, as users do; here that is the source (tsconfig paths
+  // does the same for tsc and tsx).
+  moduleNameMapper: { '^rlock$': '<rootDir>/src' },
   slowTestThreshold: 10,
 };
 
