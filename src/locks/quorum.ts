@@ -58,8 +58,10 @@ export function quorumSaysYes(work: Array<Promise<boolean>>, quorum: number): Pr
 }
 
 /**
- * A number a quorum of members vouches for: the smallest among the first `quorum` answers (ttls,
- * hold counts: a quorum has at least that much). `rank` orders values (a ttl of -1, no expiry,
+ * A number a quorum of members vouches for (ttls, hold counts): the largest value that at least
+ * `quorum` members have reached, i.e. the quorum-th largest answer. It needs every answer (or
+ * error): the first `quorum` answers may include a member that holds nothing while the others
+ * hold. Each member's call is bounded by its budget. `rank` orders values (a ttl of -1, no expiry,
  * ranks above every number).
  */
 export function quorumAtLeast(
@@ -68,11 +70,10 @@ export function quorumAtLeast(
   rank: (value: number) => number = (value) => value,
 ): Promise<number> {
   return tally<number, number>(work, ({ values, errors, pending }) => {
-    if (values.length >= quorum) {
-      return { value: values.reduce((low, value) => (rank(value) < rank(low) ? value : low)) };
-    }
     if (values.length + pending < quorum) return { error: errors[0] };
-    return undefined;
+    if (pending > 0) return undefined;
+    const highestFirst = [...values].sort((a, b) => rank(b) - rank(a));
+    return { value: highestFirst[quorum - 1] as number };
   });
 }
 
