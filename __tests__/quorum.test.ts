@@ -12,6 +12,15 @@ describe('quorumAtLeast (a group lock answering what a quorum of members has)', 
     expect(await quorumAtLeast([after(1, 0), after(2, 0), after(30, 1)], 2)).toBe(0);
   });
 
+  test('a quorum that holds answers without waiting for a member that never answers', async () => {
+    const never = new Promise<number>(() => undefined);
+    expect(await quorumAtLeast([after(1, 1), after(2, 1), never], 2)).toBe(1);
+    expect(await quorumAtLeast([after(1, 0), after(2, 0), never], 2)).toBe(0);
+    const undecided = quorumAtLeast([after(1, 1), after(2, 0), never], 2);
+    const first = await Promise.race([undecided, after(50, 'still waiting')]);
+    expect(first).toBe('still waiting');
+  });
+
   test('ttls: the quorum-th largest, with -1 (no expiry) ranked above every number', async () => {
     const rank = (ttl: number): number => (ttl === -1 ? Infinity : ttl);
     expect(await quorumAtLeast([after(1, -2), after(5, 900), after(9, -1)], 2, rank)).toBe(900);

@@ -59,10 +59,11 @@ export function quorumSaysYes(work: Array<Promise<boolean>>, quorum: number): Pr
 
 /**
  * A number a quorum of members vouches for (ttls, hold counts): the largest value that at least
- * `quorum` members have reached, i.e. the quorum-th largest answer. It needs every answer (or
- * error): the first `quorum` answers may include a member that holds nothing while the others
- * hold. Each member's call is bounded by its budget. `rank` orders values (a ttl of -1, no expiry,
- * ranks above every number).
+ * `quorum` members have reached, i.e. the quorum-th largest answer. The first `quorum` answers may
+ * include a member that holds nothing (0, -2) while the others hold, so a "nothing" answer waits
+ * for the members still out: one of them may lift it. A positive answer is given at once: a quorum
+ * has at least that much, and a master that is down does not hold the answer up. `rank` orders
+ * values (a ttl of -1, no expiry, ranks above every number).
  */
 export function quorumAtLeast(
   work: Array<Promise<number>>,
@@ -71,9 +72,13 @@ export function quorumAtLeast(
 ): Promise<number> {
   return tally<number, number>(work, ({ values, errors, pending }) => {
     if (values.length + pending < quorum) return { error: errors[0] };
-    if (pending > 0) return undefined;
+    if (values.length < quorum) return undefined;
     const highestFirst = [...values].sort((a, b) => rank(b) - rank(a));
-    return { value: highestFirst[quorum - 1] as number };
+    const answer = highestFirst[quorum - 1] as number;
+    if (pending === 0 || rank(answer) > 0) return { value: answer };
+    // Each answer still out can lift the quorum-th largest up to one place higher, no further.
+    const liftedTo = highestFirst[quorum - 1 - pending];
+    return liftedTo !== undefined && rank(liftedTo) === rank(answer) ? { value: answer } : undefined;
   });
 }
 
