@@ -20,6 +20,7 @@ const PORTABLE = [
   'waiting',
   'watchdog',
   'fair-lock',
+  'fair-places',
   'fenced-lock',
   'processes',
   'fair-processes',

@@ -158,6 +158,58 @@ describe('fair lock', () => {
     expect(gotAt - started).toBeLessThan(1_000);
   });
 
+  test('40 waiters of one client look at the holder once per its ttl, not each of them', async () => {
+    const admin = redis.admin();
+    // A lease of 900 ms, renewed every 300 ms: a waiter that slept on the ttl it saw would try
+    // again about every 700 ms.
+    await redis.client({ watchdogTimeout: 900 }).getFairLock('fair-watch').lock();
+    const connection = redis.connect();
+    const client = redis.client({ fairLockWaitTimeout: 60_000 }, connection); // no refresh meanwhile
+    const order: number[] = [];
+    const waits = [];
+    for (let i = 0; i < 40; i += 1) {
+      const { done } = await queueUp(admin, client, 'fair-watch', async (lock) => {
+        order.push(i);
+        await lock.unlock();
+      });
+      waits.push(done);
+    }
+    let attempts = 0;
+    const send = connection.sendCommand.bind(connection);
+    connection.sendCommand = (command, ...rest) => {
+      // The acquire script is the one with six keys sent while nothing is released.
+      if ((command.name === 'evalsha' || command.name === 'eval') && Number(command.args[1]) === 6) {
+        attempts += 1;
+      }
+      return send(command, ...rest);
+    };
+    await sleep(3_000);
+    expect(attempts).toBeGreaterThanOrEqual(1);
+    expect(attempts).toBeLessThanOrEqual(10);
+    await admin.del('fair-watch'); // the holder's lease ends without a release
+    await Promise.all(waits);
+    expect(order).toEqual(Array.from({ length: 40 }, (_, i) => i));
+  });
+
+  test('the watch on the holder outlives the waiter whose answer set it', async () => {
+    const admin = redis.admin();
+    const client = redis.client();
+    await redis.client().getFairLock('fair-watch-left').lock(1_500);
+    const heldAt = performance.now();
+    // a queues first and gives up last: its final attempt sets when the client looks again.
+    const a = client.runInTask(() => client.getFairLock('fair-watch-left').tryLock(400));
+    await eventually('a queued', async () => (await admin.llen(queueKey('fair-watch-left'))) === 1);
+    let gotAt = 0;
+    await queueUp(admin, client, 'fair-watch-left', async (lock) => {
+      gotAt = performance.now();
+      await lock.unlock();
+    });
+    expect(await a).toBe(false);
+    // The lease ends without a release: b holds at once, not at the next refresh of its place (3.3 s).
+    await eventually('b holds', () => gotAt > 0, 5_000);
+    expect(gotAt - heldAt).toBeLessThan(1_500 + 500);
+  });
+
   test('a forced delete hands the lock to the next waiter', async () => {
     const client = redis.client();
     const admin = redis.admin();

@@ -8,6 +8,13 @@ import type { FairLockKeys } from './keys';
  * waiter to look again); this registry routes it to the waiter it names, if it is this client's.
  * The watchdog keeps every queued waiter's place alive through `places()`.
  *
+ * A waiter does not look again on a timer of its own: the client watches each lock's holder once
+ * (see lookAgainIn), however many of its waiters wait there. When the ttl that the latest attempt
+ * on the lock saw has passed, one waiter looks again, and that attempt, finding the lock free,
+ * takes it or hands it to the head of the queue, whose client is then told. Everything else that
+ * concerns one waiter comes addressed to it: a grant, a request to look again (it became the head
+ * behind a new holder), a place found gone, a reconnect.
+ *
  * An owner has one place in a queue, so the waits of one owner on one lock (two calls through one
  * handle at once) share one waiter: a grant goes to one of them, and the others look again — and
  * re-enter, being the same owner.
@@ -33,6 +40,41 @@ interface Sleeper {
   fail(error: unknown): void;
 }
 
+/** The longest delay setTimeout keeps: a longer (or infinite) one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** This client's waiters on one lock, and when one of them should next look at the lock. */
+class LockWatch {
+  readonly waiters = new Set<Waiter>();
+  timer?: NodeJS.Timeout;
+  /** Time to look, and no waiter was asleep to do it: the next one to sleep looks instead. */
+  due = false;
+
+  lookIn(ms: number): void {
+    clearTimeout(this.timer);
+    this.due = false;
+    this.timer = setTimeout(() => this.look(), Math.max(1, Math.min(ms, MAX_TIMER_MS)));
+  }
+
+  /** Whether a look is to come: a timer runs, or the next waiter to sleep looks. */
+  get watching(): boolean {
+    return this.timer !== undefined || this.due;
+  }
+
+  look(): void {
+    this.timer = undefined;
+    for (const waiter of this.waiters) {
+      if (waiter.asleep) return waiter.wake('recheck');
+    }
+    this.due = true;
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
 class Waiter implements FairWaiter {
   queued = false;
   /** Waits sharing this waiter. */
@@ -45,7 +87,12 @@ class Waiter implements FairWaiter {
     readonly name: string,
     readonly ownerId: string,
     readonly keys: FairLockKeys,
+    private readonly watch: LockWatch,
   ) {}
+
+  get asleep(): boolean {
+    return this.sleepers.length > 0;
+  }
 
   sleep(ms: number, signal?: AbortSignal): Promise<FairWake> {
     signal?.throwIfAborted();
@@ -54,6 +101,10 @@ class Waiter implements FairWaiter {
       // A grant is taken by one wait; the others only look again.
       this.pending = wake === 'granted' && this.refs > 1 ? 'recheck' : undefined;
       return Promise.resolve(wake);
+    }
+    if (this.watch.due) {
+      this.watch.due = false;
+      return Promise.resolve('recheck');
     }
     return new Promise<FairWake>((resolve, reject) => {
       const finish = (): void => {
@@ -96,6 +147,7 @@ class Waiter implements FairWaiter {
 
 export class FairWaiters {
   private readonly waiters = new Map<string, Waiter>();
+  private readonly locks = new Map<string, LockWatch>();
 
   /**
    * @param keyPrefix the connection's ioredis keyPrefix: a message names the lock by its key as the
@@ -108,7 +160,13 @@ export class FairWaiters {
     const key = waiterKey(name, ownerId);
     let waiter = this.waiters.get(key);
     if (!waiter) {
-      waiter = new Waiter(name, ownerId, keys);
+      let watch = this.locks.get(name);
+      if (!watch) {
+        watch = new LockWatch();
+        this.locks.set(name, watch);
+      }
+      waiter = new Waiter(name, ownerId, keys, watch);
+      watch.waiters.add(waiter);
       this.waiters.set(key, waiter);
     }
     const own = waiter;
@@ -120,9 +178,33 @@ export class FairWaiters {
         if (released) return;
         released = true;
         own.refs -= 1;
-        if (own.refs === 0 && this.waiters.get(key) === own) this.waiters.delete(key);
+        if (own.refs === 0 && this.waiters.get(key) === own) this.forget(key, own);
       },
     };
+  }
+
+  private forget(key: string, waiter: Waiter): void {
+    this.waiters.delete(key);
+    const watch = this.locks.get(waiter.name);
+    if (!watch) return;
+    watch.waiters.delete(waiter);
+    if (watch.waiters.size === 0) {
+      watch.stop();
+      this.locks.delete(waiter.name);
+    } else if (!watch.watching) {
+      // It was the one to look (or its answer was awaited) and it left without an answer: another
+      // waiter looks in its stead, so that the holder stays watched.
+      watch.look();
+    }
+  }
+
+  /**
+   * An attempt on lock `name` found it held for `ms` more (the holder's ttl, or how long to wait
+   * before looking at a holder without one): one of this client's waiters there looks again then.
+   * The latest answer is the freshest word on the holder, so it replaces any earlier one.
+   */
+  lookAgainIn(name: string, ms: number): void {
+    this.locks.get(name)?.lookIn(ms);
   }
 
   markQueued(name: string, ownerId: string): void {
@@ -156,6 +238,8 @@ export class FairWaiters {
   close(): void {
     for (const waiter of this.waiters.values()) waiter.fail(new ClientClosedError());
     this.waiters.clear();
+    for (const watch of this.locks.values()) watch.stop();
+    this.locks.clear();
   }
 }
 

@@ -140,7 +140,11 @@ export const forceReleaseFairLock = defineScript<
   0 | 1
 >('fair/force-release.lua');
 
-/** Returns, for each waiter, 1 when its place was kept and 0 when it is gone. */
+/**
+ * Keys: each lock's FairKeys once. Args: waiter timeout, publish command, then per lock the number
+ * of its waiters and their owner ids. Returns, for each owner id in that order, 1 when its place
+ * was kept and 0 when it is gone.
+ */
 export const refreshFairPlaces = defineScript<string[], ScriptArg[], number[]>('fair/refresh.lua');
 
 /** Writes what a client says about itself (host, process, ...) with a lifetime; returns 1. */

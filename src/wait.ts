@@ -25,6 +25,9 @@ export type AttemptKind = 'try' | 'first' | 'queued';
 
 export type WakeReason = 'message' | 'recheck' | 'timeout' | 'granted';
 
+/** The longest delay setTimeout keeps: a longer (or infinite) one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** How long past waitTime a wait may take to settle: the last call's answer, leaving a queue. */
 export const WAIT_SLACK_MS = 200;
 
@@ -43,7 +46,9 @@ export interface StepLimits {
 export interface AcquirePlan {
   /**
    * One attempt, settling within the limits: null when acquired, else the holder's remaining ttl
-   * in ms (-1: no expiry). An attempt that acquires after it settled gives its hold back itself.
+   * in ms (-1: no expiry), or Infinity when the wake source says when to look again (no sleep on
+   * the holder's ttl, nor maxSleep). An attempt that acquires after it settled gives its hold back
+   * itself.
    */
   attempt(kind: AttemptKind, limits: StepLimits): Promise<number | null>;
   /** Gives back the grant of the last attempt, when the caller stopped waiting as it came (abort, close). */
@@ -134,7 +139,8 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
       if (!source || ttl === undefined) continue;
       plan.onHeldElsewhere?.();
       const bound = ttl >= 0 ? Math.min(ttl, left) : left;
-      const wake = await source.sleep(Math.max(1, Math.min(bound, plan.maxSleep)), plan.signal);
+      const cap = ttl === Infinity ? MAX_TIMER_MS : plan.maxSleep;
+      const wake = await source.sleep(Math.max(1, Math.min(bound, cap)), plan.signal);
       check();
       if (wake === 'granted') return (outcome = 'handoff');
     }

@@ -163,27 +163,30 @@ export class Watchdog {
     }
   }
 
-  /** Keeps queued waiters' places; a waiter whose place is gone tries again at once. */
+  /**
+   * Keeps queued waiters' places; a waiter whose place is gone tries again at once. The batch is
+   * sent lock by lock (see batches()): each lock's keys go once, followed by its waiters.
+   */
   private async refresh(batch: FairWaiter[]): Promise<boolean> {
+    const keys: string[] = [];
+    const owners: Array<string | number> = [];
+    /** The waiters in the order of the answers. */
+    const sent: FairWaiter[] = [];
+    for (const [, waiters] of groupBy(batch, (waiter) => waiter.keys.lock)) {
+      const { lock, queue, deadlines, marker, handoffChannel } = (waiters[0] as FairWaiter).keys;
+      keys.push(lock, queue, deadlines, marker, handoffChannel);
+      owners.push(waiters.length, ...waiters.map((waiter) => waiter.ownerId));
+      sent.push(...waiters);
+    }
     try {
       const kept = await this.calls.run(batchName(batch.map((waiter) => waiter.name)), 'refresh', async () =>
-        refreshFairPlaces(
-          this.redis,
-          batch.flatMap(({ keys }) => [
-            keys.lock,
-            keys.queue,
-            keys.deadlines,
-            keys.marker,
-            keys.handoffChannel,
-          ]),
-          [
-            this.options.waiterTimeout,
-            await this.options.publishCommand(),
-            ...batch.map((waiter) => waiter.ownerId),
-          ],
-        ),
+        refreshFairPlaces(this.redis, keys, [
+          this.options.waiterTimeout,
+          await this.options.publishCommand(),
+          ...owners,
+        ]),
       );
-      batch.forEach((waiter, i) => {
+      sent.forEach((waiter, i) => {
         if (kept[i] !== 1) this.waiters.recheck(waiter);
       });
       return true;
@@ -203,22 +206,33 @@ export class Watchdog {
     for (const name of new Set(names)) this.options.report({ name, operation, error, retryInMs });
   }
 
-  /** Splits items into script calls: at most batchSize each and, on a cluster, one slot each. */
+  /**
+   * Splits items into script calls: at most batchSize each and, on a cluster, one slot each. Items
+   * of one key (a lock) are kept next to each other, so a call names each of its locks once.
+   */
   private batches<T>(items: T[], keyOf: (item: T) => string): T[][] {
-    const groups = new Map<number, T[]>();
-    for (const item of items) {
-      const slot = this.options.groupBySlot ? hashSlot(this.options.keyPrefix + keyOf(item)) : 0;
-      const group = groups.get(slot);
-      if (group) group.push(item);
-      else groups.set(slot, [item]);
-    }
+    const slotOf = (item: T): number =>
+      this.options.groupBySlot ? hashSlot(this.options.keyPrefix + keyOf(item)) : 0;
     const size = this.options.batchSize;
     const result: T[][] = [];
-    for (const group of groups.values()) {
-      for (let i = 0; i < group.length; i += size) result.push(group.slice(i, i + size));
+    for (const [, group] of groupBy(items, slotOf)) {
+      const ordered = [...groupBy(group, keyOf).values()].flat();
+      for (let i = 0; i < ordered.length; i += size) result.push(ordered.slice(i, i + size));
     }
     return result;
   }
+}
+
+/** Items by key, in the order each key first appears. */
+function groupBy<T, K>(items: T[], keyOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
 }
 
 /** How a batch is named in its errors: its one lock, or its first and how many more. */

@@ -48,11 +48,13 @@ export class FairLock extends BaseLock {
       [...this.queueKeys, latch],
       [leaseMs, owner, this.context.fairLockWaitTimeout, kind, publish],
     );
-    if (ttl !== null && kind !== 'try') {
-      this.context.fairWaiters.markQueued(this.name, owner);
-      this.context.watchdog.start();
-    }
-    return ttl;
+    if (ttl === null || kind === 'try') return ttl;
+    this.context.fairWaiters.markQueued(this.name, owner);
+    this.context.watchdog.start();
+    // The holder is watched once per client and lock, not by every waiter (see FairWaiters): this
+    // waiter sleeps until it is told to look again.
+    this.context.fairWaiters.lookAgainIn(this.name, ttl >= 0 ? ttl : this.context.watchdogTimeout);
+    return Infinity;
   }
 
   protected async release(

@@ -1,0 +1,90 @@
+import { FairWaiters, type FairWake } from '../src/fair-waiters';
+import { fairLockKeys } from '../src/keys';
+
+// How a client's waiters on one lock share the watch on its holder: pure logic, on fake timers.
+describe('FairWaiters: one look at the holder per client and lock', () => {
+  const FOREVER = 2 ** 31 - 1;
+  let waiters: FairWaiters;
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    waiters = new FairWaiters();
+  });
+  afterEach(() => {
+    waiters.close();
+    jest.useRealTimers();
+  });
+
+  /** Registers `owner` on `name` and puts it to sleep; `woken` says how it woke, once it has. */
+  function sleeper(name: string, owner: string): { woken(): FairWake | undefined; release(): void } {
+    const wait = waiters.register(name, owner, fairLockKeys(name));
+    let wake: FairWake | undefined;
+    wait.sleep(FOREVER).then(
+      (how) => (wake = how),
+      () => undefined,
+    );
+    return { woken: () => wake, release: () => wait.release() };
+  }
+
+  test('when the ttl passes, one sleeping waiter of the lock looks again, not all of them', async () => {
+    const [a, b, c] = ['a', 'b', 'c'].map((owner) => sleeper('L', owner));
+    const other = sleeper('M', 'a');
+    waiters.lookAgainIn('L', 100);
+    await jest.advanceTimersByTimeAsync(99);
+    expect(a?.woken()).toBeUndefined();
+    await jest.advanceTimersByTimeAsync(1);
+    expect([a?.woken(), b?.woken(), c?.woken(), other.woken()]).toEqual([
+      'recheck',
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  test('the latest answer on the lock replaces an earlier one', async () => {
+    const a = sleeper('L', 'a');
+    waiters.lookAgainIn('L', 100);
+    waiters.lookAgainIn('L', 500);
+    await jest.advanceTimersByTimeAsync(499);
+    expect(a.woken()).toBeUndefined();
+    await jest.advanceTimersByTimeAsync(1);
+    expect(a.woken()).toBe('recheck');
+  });
+
+  test('a look that falls due while no waiter sleeps is taken by the next one to sleep', async () => {
+    const wait = waiters.register('L', 'a', fairLockKeys('L'));
+    waiters.lookAgainIn('L', 10);
+    await jest.advanceTimersByTimeAsync(10);
+    await expect(wait.sleep(FOREVER)).resolves.toBe('recheck');
+    // Taken once: the next sleep waits again.
+    let wake: FairWake | undefined;
+    void wait.sleep(1_000).then((how) => (wake = how));
+    await jest.advanceTimersByTimeAsync(999);
+    expect(wake).toBeUndefined();
+    wait.release();
+  });
+
+  test('a waiter told to look that leaves without looking (aborted, closed) passes the look on', async () => {
+    const a = sleeper('L', 'a');
+    const b = sleeper('L', 'b');
+    waiters.lookAgainIn('L', 100);
+    await jest.advanceTimersByTimeAsync(100);
+    expect([a.woken(), b.woken()]).toEqual(['recheck', undefined]);
+    a.release();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(b.woken()).toBe('recheck');
+  });
+
+  test('the look outlives the waiter whose answer set it, and ends with the last waiter', async () => {
+    // a's attempt answered, and then its wait ended (it gave up, or took the lock).
+    const a = waiters.register('L', 'a', fairLockKeys('L'));
+    const b = sleeper('L', 'b');
+    waiters.lookAgainIn('L', 100);
+    a.release();
+    await jest.advanceTimersByTimeAsync(100);
+    expect(b.woken()).toBe('recheck');
+    waiters.lookAgainIn('L', 100);
+    b.release();
+    expect(jest.getTimerCount()).toBe(0);
+  });
+});
