@@ -1,5 +1,6 @@
 import { onAbort } from './abort';
 import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
+import { Deadlines } from './deadlines';
 import type { RedisConnection } from './redis';
 
 /**
@@ -9,9 +10,9 @@ import type { RedisConnection } from './redis';
  *
  * ioredis alone does not bound a call: with default options a command to a dead server fails after
  * ~10 s, with `maxRetriesPerRequest: null` never, and against a paused server it waits until the
- * server resumes, then runs — long after its caller gave up. So a call is raced against its own
- * timer, and an answer that comes after the caller stopped waiting goes to `onLate`, where a grant
- * nobody waits for any more is given back.
+ * server resumes, then runs — long after its caller gave up. So a call is raced against its budget
+ * (one timer per client, see Deadlines), and an answer that comes after the caller stopped waiting
+ * goes to `onLate`, where a grant nobody waits for any more is given back.
  *
  * Nothing is sent while the connection is not ready: the command waits (within its budget) for the
  * connection's 'ready'. That keeps waiters from piling retries into ioredis' offline queue during
@@ -98,6 +99,7 @@ export class RedisCalls {
   private readonly readyWaiters = new Set<() => void>();
   private listening = false;
   private readonly pending = new Set<PendingCall>();
+  private readonly deadlines = new Deadlines();
 
   constructor(
     private readonly redis: RedisConnection,
@@ -134,7 +136,7 @@ export class RedisCalls {
       const finish = (): boolean => {
         if (settled) return false;
         settled = true;
-        clearTimeout(timer);
+        this.deadlines.cancel(deadline, budget);
         stopListening?.();
         if (waitingForReady) this.readyWaiters.delete(waitingForReady);
         this.pending.delete(call);
@@ -157,14 +159,14 @@ export class RedisCalls {
         endsWithClose: limits.endsWithClose === true,
       };
       const fail = (error: unknown): void => call.fail(asLockError(error, lock, operation));
-      const timer = setTimeout(() => {
+      const deadline = this.deadlines.add(budget, () => {
         const status = this.status();
         const detail =
           status === undefined || status === 'ready'
             ? `Redis did not answer within ${Math.round(budget)} ms`
             : `Redis was not reachable within ${Math.round(budget)} ms (connection ${status})`;
         fail(new RedisUnavailableError(lock, operation, detail));
-      }, budget);
+      });
       const stopListening = signal && onAbort(signal, () => call.fail(signal.reason));
       this.pending.add(call);
 

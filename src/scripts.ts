@@ -13,7 +13,7 @@ type ScriptArg = string | number;
 
 /** How a script announces releases: classic pub/sub, or a cluster's shard channels. */
 export type PublishCommand = 'publish' | 'spublish';
-type ScriptCall = (...args: ScriptArg[]) => Promise<unknown>;
+type ScriptCall = (...args: Array<ScriptArg | ScriptArg[]>) => Promise<unknown>;
 
 export type Script<Keys extends string[], Args extends ScriptArg[], Result> = (
   redis: RedisConnection,
@@ -31,26 +31,31 @@ function readLua(file: string): string {
 function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
   file: string,
 ): Script<Keys, Args, Result> {
-  let commandName: string | undefined;
+  let baseName: string | undefined;
   let lua = '';
+  /** Command names by key count, made once. */
+  const names: string[] = [];
   // Named lazily: importing the package hashes no script it never runs.
-  const load = (): string => {
-    if (commandName === undefined) {
+  const commandName = (keyCount: number): string => {
+    if (baseName === undefined) {
       lua = readLua(file);
       const digest = createHash('sha1').update(lua).digest('hex').slice(0, 12);
-      commandName = `rlock_${file.replace(/\W/g, '_')}_${digest}`;
+      baseName = `rlock_${file.replace(/\W/g, '_')}_${digest}`;
     }
-    return commandName;
+    return (names[keyCount] ??= `${baseName}_${keyCount}`);
   };
   return async (redis, keys, args) => {
     // One command per key count: batches vary in size, and clients differ in how they read a
     // key count passed at call time (ioredis-mock ignores it), so it is always declared.
-    const name = `${load()}_${keys.length}`;
+    const name = commandName(keys.length);
     const commands = redis as unknown as Record<string, ScriptCall | undefined>;
-    if (typeof commands[name] !== 'function') {
+    let command = commands[name];
+    if (typeof command !== 'function') {
       redis.defineCommand(name, { lua, numberOfKeys: keys.length });
+      command = commands[name] as ScriptCall;
     }
-    const reply = await (commands[name] as ScriptCall).call(redis, ...keys, ...args);
+    // ioredis flattens array arguments: no spread of keys and args into a new array per call.
+    const reply = await command.call(redis, keys, args);
     // ioredis-mock answers a Lua nil with undefined, ioredis with null.
     return (reply === undefined ? null : reply) as Result;
   };

@@ -9,9 +9,10 @@ import { pauseFor, retryPause } from './timing';
  * The wake source is where "try again now" comes from: the lock's release channel for the
  * reentrant lock, the client's own channel for the fair lock (whose releases hand the lock straight
  * to the next waiter). Opened after the first failed attempt, it is followed by a second attempt
- * that catches a release in between; a kind that must be listening before it joins a queue opens
- * it first. Sleeping never outlasts the holder's ttl, so a holder that dies without releasing costs
- * a waiter no more than its remaining lease.
+ * that catches a release in between. A kind that must be listening before it joins a queue makes
+ * its first attempt one that does not queue (a free lock needs no wake source), and joins the
+ * queue with the second, once listening. Sleeping never outlasts the holder's ttl, so a holder
+ * that dies without releasing costs a waiter no more than its remaining lease.
  *
  * Time budget: a wait settles within waitTime + WAIT_SLACK_MS whatever Redis does. Each call is
  * bounded by what is left of that (and by commandTimeout); a call that fails because Redis is
@@ -54,7 +55,10 @@ export interface AcquirePlan {
   /** Gives back the grant of the last attempt, when the caller stopped waiting as it came (abort, close). */
   undoGrant(): Promise<unknown>;
   openWakeSource(limits: StepLimits): Promise<WakeSource>;
-  /** Open the wake source before the first attempt (a queued waiter must never miss its turn). */
+  /**
+   * The wake source must be open before the attempt that joins a queue (a queued waiter must never
+   * miss its turn): the first attempt only takes a free lock, the second queues.
+   */
   wakeSourceFirst: boolean;
   /** Called when a wait that may have queued ends without the lock (leave the queue). */
   giveUp?(limits: StepLimits): Promise<unknown>;
@@ -103,17 +107,17 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
 
   let source: WakeSource | undefined;
   let outcome: AcquireOutcome = false;
-  let sent = false;
+  let attempts = 0;
   let failures = 0;
   try {
     for (;;) {
       let ttl: number | null | undefined;
       let failure: unknown;
       try {
-        if (!source && (plan.wakeSourceFirst || sent)) source = await plan.openWakeSource(limits());
+        if (!source && attempts > 0) source = await plan.openWakeSource(limits());
         check();
-        const kind: AttemptKind = sent ? 'queued' : 'first';
-        sent = true;
+        const kind = attemptKind(plan.wakeSourceFirst, attempts);
+        attempts += 1;
         ttl = afterGrant(plan, await plan.attempt(kind, limits()));
       } catch (error) {
         if (plan.failFast || !isPassing(error)) throw error;
@@ -165,6 +169,17 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
     }
     return ttl;
   }
+}
+
+/**
+ * The kind of a wait's attempt number `attempts` (from 0). A kind that must listen before it
+ * queues first tries without queueing: a free lock is taken without a subscription, and only a
+ * wait that must queue opens its wake source, then joins the queue.
+ */
+function attemptKind(listenBeforeQueueing: boolean, attempts: number): AttemptKind {
+  if (!listenBeforeQueueing) return attempts === 0 ? 'first' : 'queued';
+  if (attempts === 0) return 'try';
+  return attempts === 1 ? 'first' : 'queued';
 }
 
 /**

@@ -110,7 +110,7 @@ export abstract class BaseLock implements RLock {
   protected abstract forceRelease(): Promise<boolean>;
   /** Where this owner's wake-ups come from while it waits; ready within the limits' budget. */
   protected abstract openWakeSource(owner: string, limits: StepLimits): Promise<WakeSource>;
-  /** Whether the wake source must be open before the first attempt. */
+  /** Whether the wake source must be open before an attempt joins a queue (see AcquirePlan). */
   protected abstract readonly wakeSourceFirst: boolean;
   /** Leaves whatever a wait left behind (a queue place); nothing for a plain lock. */
   protected giveUp?(owner: string): Promise<unknown>;
