@@ -1,0 +1,142 @@
+/**
+ * `npm run bench:steps [-- --dist <folder>]`: where the time of one uncontended lock + unlock goes,
+ * step by step, on a fresh redis-server: client CPU and wall time per call (sequential, one
+ * connection), and Redis CPU per call (INFO commandstats), beside a `SET NX PX` + compare-and-delete
+ * `EVAL` pair and a PING round trip. Prints a markdown table (docs/hot-path.md keeps the figures).
+ *
+ * `--dist` measures another build of rlock (a folder holding index.cjs), to set a change beside
+ * the build it replaces.
+ */
+import { resolve } from 'node:path';
+import type Redis from 'ioredis';
+import { startRedis } from '../__tests__/helpers/redis-server';
+
+const distIndex = process.argv.indexOf('--dist');
+const dist = resolve(
+  distIndex >= 0 ? (process.argv[distIndex + 1] as string) : resolve(__dirname, '../dist'),
+);
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const rlock = require(resolve(dist, 'index.cjs')) as typeof import('../src/index');
+
+const CALLS = 5_000;
+
+interface Step {
+  step: string;
+  clientMicros: number;
+  wallMicros: number;
+  redisMicros: number;
+}
+
+const cpuMicros = (): number => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+
+/** Total usec and calls of every script and command, from INFO commandstats. */
+async function redisMicros(admin: Redis): Promise<number> {
+  const info = await admin.info('commandstats');
+  let usec = 0;
+  // A script's commands are listed apart and counted in its EVAL/EVALSHA too: count the scripts,
+  // and the commands a client sends directly (the baseline's SET).
+  for (const [, name, spent] of info.matchAll(/^cmdstat_(\S+?):calls=\d+,usec=(\d+)/gm)) {
+    if (['evalsha', 'eval', 'set'].includes(name as string)) usec += Number(spent);
+  }
+  return usec;
+}
+
+/** Runs `call(i)` CALLS times in sequence: client CPU, median wall time and Redis CPU per call. */
+async function measure(admin: Redis, step: string, call: (i: number) => Promise<unknown>): Promise<Step> {
+  const walls: number[] = [];
+  await admin.config('RESETSTAT');
+  const cpuBefore = cpuMicros();
+  for (let i = 0; i < CALLS; i += 1) {
+    const started = performance.now();
+    await call(i);
+    walls.push(performance.now() - started);
+  }
+  const client = cpuMicros() - cpuBefore;
+  const redis = await redisMicros(admin);
+  walls.sort((a, b) => a - b);
+  return {
+    step,
+    clientMicros: client / CALLS,
+    wallMicros: (walls[Math.floor(CALLS / 2)] as number) * 1000,
+    redisMicros: redis / CALLS,
+  };
+}
+
+/** One round of every step, on a fresh server. */
+async function round(): Promise<Step[]> {
+  const server = await startRedis();
+  const admin = server.connect();
+  const redis = server.connect();
+  const steps: Step[] = [];
+  try {
+    // Warm both paths up (script loading, JIT) before anything is counted.
+    const client = new rlock.LockClient(redis, { watchdogTimeout: 30_000 });
+    for (const kind of ['getLock', 'getFairLock'] as const) {
+      for (let i = 0; i < 2_000; i += 1) {
+        const lock = client[kind](`warm:${i}`);
+        await lock.lock();
+        await lock.unlock();
+      }
+      const locks = Array.from({ length: CALLS }, (_, i) => client[kind](`${kind}:${i}`));
+      steps.push(
+        await measure(admin, `${kind} lock()`, (i) => (locks[i] as { lock(): Promise<void> }).lock()),
+      );
+      steps.push(
+        await measure(admin, `${kind} unlock()`, (i) => (locks[i] as { unlock(): Promise<void> }).unlock()),
+      );
+    }
+    await client.close();
+
+    const compareAndDelete =
+      "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+    const sha = (await redis.script('LOAD', compareAndDelete)) as string;
+    for (let i = 0; i < 2_000; i += 1) {
+      await redis.set(`warm:set:${i}`, 't', 'PX', 30_000, 'NX');
+      await redis.evalsha(sha, 1, `warm:set:${i}`, 't');
+    }
+    steps.push(await measure(admin, 'SET NX PX', (i) => redis.set(`set:${i}`, 't', 'PX', 30_000, 'NX')));
+    steps.push(
+      await measure(admin, 'compare-and-delete EVALSHA', (i) => redis.evalsha(sha, 1, `set:${i}`, 't')),
+    );
+    steps.push(await measure(admin, 'PING (round trip)', () => redis.ping()));
+  } finally {
+    await server.stop();
+  }
+  return steps;
+}
+
+const ROUNDS = 3;
+
+const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+async function main(): Promise<void> {
+  const rounds: Step[][] = [];
+  for (let i = 0; i < ROUNDS; i += 1) rounds.push(await round());
+  // Each figure is the median of its rounds: one round can meet a GC pause or a busy core.
+  const steps = (rounds[0] as Step[]).map((first, i) => {
+    const of = (pick: (step: Step) => number): number => median(rounds.map((r) => pick(r[i] as Step)));
+    return {
+      step: first.step,
+      wallMicros: of((s) => s.wallMicros),
+      clientMicros: of((s) => s.clientMicros),
+      redisMicros: of((s) => s.redisMicros),
+    };
+  });
+  const f = (value: number): string => value.toFixed(1);
+  console.log(`rlock build: ${dist} (median of ${ROUNDS} rounds of ${CALLS} calls per step)\n`);
+  console.log('| step | wall p50 µs | client CPU µs | Redis CPU µs |');
+  console.log('|---|---:|---:|---:|');
+  for (const step of steps)
+    console.log(
+      `| ${step.step} | ${f(step.wallMicros)} | ${f(step.clientMicros)} | ${f(step.redisMicros)} |`,
+    );
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
