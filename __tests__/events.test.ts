@@ -48,7 +48,12 @@ describe('LockClient events', () => {
     expect(acquired.waitMs).toBeGreaterThanOrEqual(0);
     expect(acquired.token).toBeUndefined();
     const [released] = ofType(seen, 'released') as [ReleasedEvent];
-    expect(released).toMatchObject({ name: 'ev-plain', kind: 'lock', ownerId: acquired.ownerId, freed: true });
+    expect(released).toMatchObject({
+      name: 'ev-plain',
+      kind: 'lock',
+      ownerId: acquired.ownerId,
+      freed: true,
+    });
     expect(released.heldMs).toBeGreaterThanOrEqual(100);
   });
 
