@@ -3,8 +3,10 @@ import { defineConfig } from 'tsup';
 export default defineConfig([
   // One bundle per module system so that `import` and `require` both get native code. The Lua
   // scripts are inside them (src/lua.generated.ts): the package reads no files at run time.
+  // `rlock/opentelemetry` is an entry of its own: the main one never loads @opentelemetry/api
+  // (an optional peer dependency).
   {
-    entry: ['src/index.ts'],
+    entry: { index: 'src/index.ts', opentelemetry: 'src/otel/index.ts' },
     format: ['esm', 'cjs'],
     outExtension: ({ format }) => ({ js: format === 'cjs' ? '.cjs' : '.mjs' }),
     dts: true,

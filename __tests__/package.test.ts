@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 /** The built package, loaded by its own name the way users load it (npm test builds it first). */
@@ -33,6 +33,33 @@ describe('package entry points', () => {
         "import { LockClient, LockTimeoutError } from 'rlock'; console.log(typeof LockClient, new LockTimeoutError('a', 1).code)",
       ]),
     ).toBe('function ERR_LOCK_TIMEOUT');
+  });
+
+  test('rlock/opentelemetry resolves from both builds; the main entry does not load @opentelemetry/api', () => {
+    expect(
+      run([
+        '-e',
+        "const { instrument } = require('rlock/opentelemetry'); require('rlock');" +
+          "const loaded = Object.keys(require.cache).filter((file) => file.includes('@opentelemetry'));" +
+          'console.log(typeof instrument, loaded.length > 0)',
+      ]),
+    ).toBe('function true');
+    expect(
+      run([
+        '-e',
+        "require('rlock'); console.log(Object.keys(require.cache).some((file) => file.includes('@opentelemetry')))",
+      ]),
+    ).toBe('false');
+    expect(
+      run([
+        '--input-type=module',
+        '-e',
+        "import { instrument, METRICS } from 'rlock/opentelemetry'; console.log(typeof instrument, METRICS.waitDuration)",
+      ]),
+    ).toBe('function rlock.lock.wait.duration');
+    for (const file of ['index.mjs', 'index.cjs', 'index.d.ts', 'index.d.mts']) {
+      expect(readFileSync(resolve(root, 'dist', file), 'utf8')).not.toContain('@opentelemetry');
+    }
   });
 
   test('the built package finds its Lua scripts from both builds', () => {

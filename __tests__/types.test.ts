@@ -11,9 +11,15 @@ import {
   LockTimeoutError,
   RedisReplyError,
   RedisUnavailableError,
+  type AcquiredEvent,
   type FencedHeld,
+  type LockKind,
+  type LockLostCode,
   type LockLostEvent,
+  type NotAcquiredEvent,
+  type NotAcquiredReason,
   type RedisErrorEvent,
+  type ReleasedEvent,
 } from '../src';
 
 /** True when A and B are the same type. */
@@ -49,8 +55,32 @@ export function listen(client: LockClient): void {
     expectType<Same<typeof event, RedisErrorEvent>>();
     return payload;
   });
+  client.on('acquired', (event) => {
+    expectType<Same<typeof event, AcquiredEvent>>();
+    expectType<Same<typeof event.kind, LockKind>>();
+    expectType<Same<typeof event.token, number | undefined>>();
+    return event.waitMs;
+  });
+  client.once('notAcquired', (event) => {
+    expectType<Same<typeof event, NotAcquiredEvent>>();
+    expectType<Same<typeof event.reason, NotAcquiredReason>>();
+    return event.reason;
+  });
+  const onReleased = (event: ReleasedEvent): boolean => event.freed;
+  client.on('released', onReleased);
+  client.off('released', onReleased);
+  client.on('lockLost', (event) => {
+    expectType<Same<typeof event.code, LockLostCode>>();
+    return event.code;
+  });
   // @ts-expect-error: no such event
   client.on('lockLots', () => undefined);
+  // @ts-expect-error: no such event
+  client.once('aquired', () => undefined);
+  // @ts-expect-error: no such event
+  client.off('release', () => undefined);
+  // @ts-expect-error: a listener of another event's payload
+  client.on('released', (event: AcquiredEvent) => event.waitMs);
 }
 
 test('the type checks above compile (see npm run typecheck)', () => {

@@ -1,7 +1,8 @@
 import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { parseClientOptions, type ClientSettings, type LockClientOptions } from './client-options';
-import { ClientClosedError, LockLostError, type LockLostCode } from './errors';
+import { ClientClosedError, LockLostError } from './errors';
+import { DEBUG, debug, LockEvents, type LockClientEvents } from './events';
 import { FairWaiters } from './fair-waiters';
 import { HoldBook, type LostLease } from './holds';
 import { clientChannel } from './keys';
@@ -27,37 +28,7 @@ import type { StepLimits } from './wait';
 import { Watchdog } from './watchdog';
 
 export type { LockClientOptions } from './client-options';
-
-/** Emitted when a lease this client held is gone while it was still held. */
-export interface LockLostEvent {
-  name: string;
-  /** The owner that held it: `<clientId>:<ownerNumber>`, or an explicit owner id. */
-  ownerId: string;
-  /** Why, as a stable code. */
-  code: LockLostCode;
-  reason: string;
-}
-
-/**
- * Redis failed, or did not answer in time, something rlock goes on with by itself: a watchdog
- * renewal, a fair-lock place refresh, a subscription, a hand-off confirmation, or an attempt of a
- * wait that rides out the outage (`lock()` waits until Redis is back). The call that needs the
- * answer still gets its own error; this event makes an outage visible while nothing fails yet.
- */
-export interface RedisErrorEvent {
-  /** The lock, or for a subscription its channel. */
-  name: string;
-  /** What failed: 'acquire', 'renew', 'refresh', 'subscribe', 'confirm', ... */
-  operation: string;
-  error: Error;
-  /** When it is tried again, in ms; absent when it is not. */
-  retryInMs?: number;
-}
-
-interface LockClientEvents {
-  lockLost: [LockLostEvent];
-  redisError: [RedisErrorEvent];
-}
+export type { LockLostEvent, RedisErrorEvent } from './events';
 
 /** Options of runInTask. */
 export interface TaskOptions {
@@ -136,7 +107,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     // Every pending wait listens for the close; thousands of them are normal, not a leak.
     setMaxListeners(0, this.closer.signal);
     this.calls = new RedisCalls(redis, settings.commandTimeout);
-    this.book = new HoldBook(this.gates, (lost: LostLease) => this.emit('lockLost', lost));
+    this.book = new HoldBook(this.gates, (lost: LostLease) => this.reportLost(lost));
     const report = (event: RedisErrorReport): void => this.reportRedisError(event);
     this.registry = new ClientRegistry(this.calls, redis, this.id, settings.label, report);
     this.watchdog = new Watchdog(this.calls, redis, this.book, this.fairWaiters, {
@@ -184,6 +155,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         })),
       newRequestId: () => `${this.id}:${(this.requestCount += 1)}`,
       reconnects: new ReconnectCounter(redis),
+      events: new LockEvents(this),
     };
   }
 
@@ -224,6 +196,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.throwIfClosed();
     return new GroupLock(locks, {
       label: 'MultiLock',
+      kind: 'multi',
       quorum: locks.length,
       watchdogLease: this.watchdogTimeout,
       ...this.groupHooks(),
@@ -240,6 +213,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.throwIfClosed();
     return new GroupLock(locks, {
       label: 'RedLock',
+      kind: 'red',
       quorum: Math.floor(locks.length / 2) + 1,
       // Redlock's validity: what is left of the lease after taking it and allowing for clock drift
       // (1% of the lease plus 2 ms), as in the algorithm's description.
@@ -368,18 +342,28 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   /** What a group lock made by this client reports to it, and its withLock bodies. */
-  private groupHooks(): Pick<GroupRules, 'reportLost' | 'reportRedisError' | 'trackBody' | 'closing'> {
+  private groupHooks(): Pick<
+    GroupRules,
+    'reportLost' | 'reportRedisError' | 'trackBody' | 'closing' | 'events'
+  > {
     return {
-      reportLost: (lost) => this.emit('lockLost', lost),
+      reportLost: (lost) => this.reportLost(lost),
+      events: this.context.events,
       reportRedisError: (report) => this.reportRedisError(report),
       trackBody: (body) => this.trackBody(body),
       closing: this.closer.signal,
     };
   }
 
+  private reportLost(lost: LostLease): void {
+    if (DEBUG) debug('lock %s: lost by %s (%s): %s', lost.name, lost.ownerId, lost.code, lost.reason);
+    this.emit('lockLost', lost);
+  }
+
   /** Emits 'redisError', wrapping what is not an Error already (never throws). */
   private reportRedisError(report: RedisErrorReport): void {
     const error = report.error instanceof Error ? report.error : new Error(String(report.error));
+    if (DEBUG) debug('%s %s failed: %s', report.operation, report.name, error.message);
     this.emit('redisError', { ...report, error });
   }
 

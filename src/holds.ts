@@ -35,6 +35,8 @@ export interface Hold {
    * taken by hand (lock(), tryLock()), which unlock() releases.
    */
   readonly body?: Frame;
+  /** performance.now() when it was granted (for the hold time of the released event). */
+  readonly acquiredAt: number;
 }
 
 export interface LostLease {

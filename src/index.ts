@@ -1,5 +1,16 @@
 export { LockClient } from './client';
-export type { CloseOptions, LockClientOptions, LockLostEvent, RedisErrorEvent, TaskOptions } from './client';
+export type { CloseOptions, LockClientOptions, TaskOptions } from './client';
+export type {
+  AcquiredEvent,
+  LockClientEventName,
+  LockClientEvents,
+  LockKind,
+  LockLostEvent,
+  NotAcquiredEvent,
+  NotAcquiredReason,
+  ReleasedEvent,
+  RedisErrorEvent,
+} from './events';
 export type { LockLostCode } from './errors';
 export {
   ClientClosedError,

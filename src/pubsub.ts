@@ -1,6 +1,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import { onAbort } from './abort';
 import { ClientClosedError } from './errors';
+import { DEBUG, debug } from './events';
 import type { LinkHandlers, PubSubLink } from './pubsub-links';
 import { retryPause, settledWithin } from './timing';
 
@@ -227,6 +228,7 @@ export class Subscriber {
     state.confirmed = false;
     const generation = (state.generation += 1);
     const current = (): boolean => state.generation === generation && state.subscribed && !this.closed;
+    if (DEBUG) debug('subscribe %s', channel);
     const attempt = this.queueAfter(state.queue, () => this.link.subscribe(channel));
     state.queue = state.ready = attempt;
     attempt.then(
@@ -277,6 +279,7 @@ export class Subscriber {
       if (!state.subscribed) return this.forget(channel, state);
       state.subscribed = false;
       state.confirmed = false;
+      if (DEBUG) debug('unsubscribe %s', channel);
       state.queue = this.queueAfter(state.queue, () => this.link.unsubscribe(channel));
       state.queue.catch(() => undefined).then(() => this.forget(channel, state));
     }, LINGER_MS);

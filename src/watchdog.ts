@@ -1,3 +1,4 @@
+import { DEBUG, debug } from './events';
 import type { FairWaiter, FairWaiters } from './fair-waiters';
 import type { HoldBook, HeldLock } from './holds';
 import type { RedisErrorReport } from './locks/context';
@@ -116,6 +117,7 @@ export class Watchdog {
   private async renew(batch: HeldLock[]): Promise<boolean> {
     const sentAt = performance.now();
     for (const entry of batch) entry.renewing = true;
+    if (DEBUG) debug('renew %d lock(s): %s', batch.length, batchName(batch.map((entry) => entry.name)));
     // A renewal that answers after it was given up still ran: the leases it renewed last that long.
     const extend = (renewed: number[]): void =>
       batch.forEach((entry, i) => {

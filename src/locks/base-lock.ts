@@ -6,6 +6,7 @@ import {
   type LockLostCode,
 } from '../errors';
 import type { Hold, Reopen } from '../holds';
+import { DEBUG, debug, debugWakeSource, type LockKind as EventKind } from '../events';
 import { holdLatchKey, homeSlot } from '../keys';
 import { onAbort } from '../abort';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
@@ -55,6 +56,8 @@ export interface AcquireHow {
  */
 export abstract class BaseLock implements RLock {
   readonly name: string;
+  /** What the client's events call this kind of lock. */
+  abstract readonly kind: EventKind;
   /** The lock hash, whose field per owner holds the hold count: every kind keeps it at the name (Redisson's layout). */
   protected readonly hashKey: string;
   /**
@@ -155,7 +158,7 @@ export abstract class BaseLock implements RLock {
    * outcome Redis never told is sent again in the background until it answers (its latch makes it
    * count once), so that the hold does not stay for its whole lease.
    */
-  private async releaseHold(owner: string, hold?: Hold): Promise<void> {
+  private async releaseHold(owner: string, hold?: Hold, quiet = false): Promise<void> {
     const { book } = this.context;
     this.noticeOverdueLease(owner);
     const lostBefore = book.lostCodeOf(this.name, owner);
@@ -192,6 +195,8 @@ export abstract class BaseLock implements RLock {
       }
       if (result === 1 && rest)
         book.lose(rest, 'not-in-redis', 'Redis had fewer holds than this client counted');
+      if (!quiet && this.context.events.observes('released'))
+        this.context.events.released(this, owner, taken.hold.acquiredAt, result === 1);
     } finally {
       this.context.gates.leave(taken.hold.entry);
     }
@@ -205,6 +210,8 @@ export abstract class BaseLock implements RLock {
       this.release(owner, latch, latchMs, true),
     );
     if (result === null) throw this.notHeld(owner, undefined);
+    if (this.context.events.observes('released'))
+      this.context.events.released(this, owner, undefined, result === 1);
   }
 
   /**
@@ -387,7 +394,7 @@ export abstract class BaseLock implements RLock {
   /** A group lock's release of the hold it took of this member (see tryLockAsMember). */
   async releaseAsMember(hold: Hold): Promise<void> {
     this.throwIfClosed('closed');
-    await this.releaseHold(this.currentOwner(), hold);
+    await this.releaseHold(this.currentOwner(), hold, true);
     await this.requireReplicas('release');
   }
 
@@ -422,11 +429,25 @@ export abstract class BaseLock implements RLock {
     }
   }
 
+  /** acquireHold, reported to the client's events when something listens (see LockEvents). */
+  protected acquire(
+    waitTime: number,
+    leaseTime: number,
+    signal?: AbortSignal,
+    how: AcquireHow = {},
+  ): Promise<false | Acquired> {
+    const { events } = this.context;
+    if (how.quiet || !events.observes('acquired')) return this.acquireHold(waitTime, leaseTime, signal, how);
+    return events.acquisition(this, this.currentOwner(), leaseTime, signal, (contended) =>
+      this.acquireHold(waitTime, leaseTime, signal, { ...how, onHeldElsewhere: contended }),
+    );
+  }
+
   /**
    * Takes the lock for the current owner; false when waitTime passed first. A sibling branch of
    * the owner inside the lock is waited for here first (see OwnerGates), within the same waitTime.
    */
-  protected async acquire(
+  private async acquireHold(
     waitTime: number,
     leaseTime: number,
     signal?: AbortSignal,
@@ -489,6 +510,8 @@ export abstract class BaseLock implements RLock {
           );
           if (ttl === ADOPTED) return null;
           if (ttl === null) granted = { latch, sentAt };
+          if (DEBUG)
+            debug('%s %s: attempt (%s) by %s: %s', this.kind, this.name, kind, owner, ttl ?? 'acquired');
           return ttl;
         },
         undoGrant: () =>
@@ -497,7 +520,10 @@ export abstract class BaseLock implements RLock {
                 this.withdraw(owner, (granted as { latch: string }).latch, leaseMs),
               )
             : Promise.resolve(),
-        openWakeSource: (limits) => this.openWakeSource(owner, limits),
+        openWakeSource: (limits) =>
+          DEBUG
+            ? debugWakeSource(this.name, owner, this.openWakeSource(owner, limits))
+            : this.openWakeSource(owner, limits),
         wakeSourceFirst: this.wakeSourceFirst,
         giveUp:
           this.giveUp &&
@@ -529,7 +555,15 @@ export abstract class BaseLock implements RLock {
     // serves its release, and marks it once confirmed.
     const { latch, sentAt } = (!handoff && granted) || { latch: this.newLatch(), sentAt: performance.now() };
     const token = this.tokenOf(latch);
-    const hold: Hold = { latch, marked: !handoff, leaseTime, entry, reopen: this.reopen, body: how.body };
+    const hold: Hold = {
+      latch,
+      marked: !handoff,
+      leaseTime,
+      entry,
+      reopen: this.reopen,
+      body: how.body,
+      acquiredAt: performance.now(),
+    };
     // The lock is the caller's now: confirming a hand-off runs in the background, ahead of any
     // later command on the connection, and a failed confirmation is a lost lock.
     if (handoff) void this.confirm(owner, leaseMs, hold);
@@ -545,7 +579,7 @@ export abstract class BaseLock implements RLock {
     } catch (error) {
       // A hold a failover could lose is not handed out: give it back (without waiting for the
       // replicas a second time), then say why.
-      await this.releaseHold(owner, hold).catch(() => undefined);
+      await this.releaseHold(owner, hold, true).catch(() => undefined);
       throw error;
     }
     return { hold, token };

@@ -1,3 +1,4 @@
+import type { LockEvents } from '../events';
 import type { FairWaiters } from '../fair-waiters';
 import type { HoldBook } from '../holds';
 import type { Frame } from '../owner';
@@ -62,4 +63,6 @@ export interface LockContext {
   newRequestId(): string;
   /** Counts the connection's closes: an answer after one may come from a re-sent command. */
   readonly reconnects: ReconnectCounter;
+  /** The client's acquired / notAcquired / released events. */
+  readonly events: LockEvents;
 }

@@ -25,6 +25,7 @@ import type { LockContext } from './context';
 export class FairLock extends BaseLock {
   private readonly keys: FairLockKeys;
   protected readonly wakeSourceFirst = true;
+  readonly kind = 'fair';
 
   constructor(context: LockContext, name: unknown) {
     super(context, name);

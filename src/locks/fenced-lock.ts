@@ -12,6 +12,7 @@ import type { FencedHeld, RFencedLock, WithLockOptions } from './types';
  * while it was paused. See docs/reliability.md.
  */
 export class FencedLock extends ReentrantLock implements RFencedLock {
+  override readonly kind = 'fenced';
   private readonly tokenKey: string;
   /** Tokens of attempts that acquired, by their latch, until acquire() reads them. */
   private readonly granted = new Map<string, number>();

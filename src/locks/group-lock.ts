@@ -1,5 +1,6 @@
 import { onAbort } from '../abort';
 import { LockLostError, LockTimeoutError, RedisUnavailableError } from '../errors';
+import type { LockEvents } from '../events';
 import type { LostLease } from '../holds';
 import { Frame, runInCurrentOrNewTask, runInFrame } from '../owner';
 import { isPassing } from '../redis-call';
@@ -40,6 +41,10 @@ export interface GroupRules {
   /** The lease the validity check assumes for watchdog locks. */
   watchdogLease: number;
   label: string;
+  /** What the client's events call it. */
+  kind: 'multi' | 'red';
+  /** The client's acquired / notAcquired / released events. */
+  events: LockEvents;
   /** The client that made the group: where its lost lease and outages are reported. */
   reportLost(lost: LostLease): void;
   reportRedisError(report: RedisErrorReport): void;
@@ -70,6 +75,8 @@ interface Taken {
 
 interface Round {
   taken: Taken[];
+  /** A member waited for another holder. */
+  contended: boolean;
   /** The last member error, if any. */
   error?: unknown;
   /** How many members failed with an error, or were called off before they answered at all. */
@@ -79,12 +86,15 @@ interface Round {
 /** The members one acquisition of the group holds, watched for lost leases. */
 interface Tracker {
   readonly taken: Taken[];
+  /** performance.now() when the group was acquired. */
+  readonly acquiredAt: number;
   readonly controller: AbortController;
   dispose(): void;
 }
 
 export class GroupLock implements RLock {
   readonly name: string;
+  readonly kind: 'multi' | 'red';
   private readonly members: BaseLock[];
   /** Per owner, the trackers of its acquisitions of this group, newest last. */
   private readonly trackers = new Map<string, Tracker[]>();
@@ -110,6 +120,7 @@ export class GroupLock implements RLock {
     }
     this.members = members as BaseLock[];
     this.name = `${rules.label}(${members.map((member) => member.name).join(', ')})`;
+    this.kind = rules.kind;
   }
 
   lock(leaseTime?: number): Promise<void>;
@@ -118,16 +129,46 @@ export class GroupLock implements RLock {
     const { leaseTime, signal } = isOptionsObject(arg)
       ? parseOptions(arg, 'lock')
       : { leaseTime: arg === undefined ? -1 : checkLeaseTime(arg), signal: undefined };
-    await this.lockUntilHeld(leaseTime, signal);
+    await this.take(-1, leaseTime, signal);
+  }
+
+  /**
+   * Acquires the group: lockUntilHeld when waiting forever, else acquire. Reported to the client's
+   * events as one acquisition (its members are not reported on their own).
+   */
+  private take(waitTime: number, leaseTime: number, signal?: AbortSignal, body?: Frame): Promise<boolean> {
+    const { events } = this.rules;
+    if (!events.observes('acquired')) return this.takeOnce(waitTime, leaseTime, signal, body);
+    return events
+      .acquisition(this, this.ownerKey(), leaseTime, signal, async (contended) =>
+        (await this.takeOnce(waitTime, leaseTime, signal, body, contended)) ? {} : false,
+      )
+      .then((acquired) => acquired !== false);
+  }
+
+  private takeOnce(
+    waitTime: number,
+    leaseTime: number,
+    signal?: AbortSignal,
+    body?: Frame,
+    contended?: () => void,
+  ): Promise<boolean> {
+    if (waitTime < 0) return this.lockUntilHeld(leaseTime, signal, body, contended);
+    return this.acquire(waitTime, leaseTime, signal, body, contended);
   }
 
   /** lock(): attempts of up to 1.5 s per member, until one holds; rides out outages. */
-  private async lockUntilHeld(leaseTime: number, signal?: AbortSignal, body?: Frame): Promise<void> {
+  private async lockUntilHeld(
+    leaseTime: number,
+    signal?: AbortSignal,
+    body?: Frame,
+    contended?: () => void,
+  ): Promise<true> {
     const round = this.members.length * LOCK_ROUND_PER_MEMBER_MS;
     // Waiting forever rides out an outage: an unreachable quorum is tried again, and reported.
     for (let failures = 1; ; failures += 1) {
       try {
-        if (await this.acquire(round, leaseTime, signal, body)) return;
+        if (await this.acquire(round, leaseTime, signal, body, contended)) return true;
         failures = 0;
       } catch (error) {
         if (!isPassing(error) || signal?.aborted) throw error;
@@ -143,10 +184,10 @@ export class GroupLock implements RLock {
   tryLock(options: TryLockOptions): Promise<boolean>;
   async tryLock(arg?: number | TryLockOptions, leaseTime?: number): Promise<boolean> {
     if (arg !== undefined && !isOptionsObject(arg)) {
-      return this.acquire(checkWaitTime(arg), leaseTime === undefined ? -1 : checkLeaseTime(leaseTime));
+      return this.take(checkWaitTime(arg), leaseTime === undefined ? -1 : checkLeaseTime(leaseTime));
     }
     const options = parseOptions(arg);
-    return this.acquire(options.waitTime ?? 0, options.leaseTime, options.signal);
+    return this.take(options.waitTime ?? 0, options.leaseTime, options.signal);
   }
 
   /**
@@ -161,12 +202,16 @@ export class GroupLock implements RLock {
     const releases = tracker
       ? tracker.taken.map(({ member, hold }) => member.releaseAsMember(hold))
       : this.members.map((member) => member.unlock());
+    const ownerId = this.ownerKey();
     await quorumReleased(releases, {
       allOrNothing: this.rules.quorum === this.members.length,
       stillHeld: this.rules.quorum - 1,
       groupName: this.name,
-      ownerId: this.ownerKey(),
+      ownerId,
     });
+    if (this.rules.events.observes('released')) {
+      this.rules.events.released(this, ownerId, tracker?.acquiredAt, !this.trackers.has(ownerId));
+    }
   }
 
   /** Deletes every member; true when one existed. Answers once a quorum of members answered. */
@@ -220,8 +265,7 @@ export class GroupLock implements RLock {
     return runInCurrentOrNewTask(async () => {
       // The body runs in a frame of its own: a sibling branch of the task waits for it (see OwnerGates).
       const body = new Frame((this.members[0] as BaseLock).currentFrame());
-      if (waitTime < 0) await this.lockUntilHeld(parsed.leaseTime, parsed.signal, body);
-      else if (!(await this.acquire(waitTime, parsed.leaseTime, parsed.signal, body))) {
+      if (!(await this.take(waitTime, parsed.leaseTime, parsed.signal, body))) {
         throw new LockTimeoutError(this.name, waitTime);
       }
       const held = this.trackers.get(this.ownerKey())?.at(-1)?.controller ?? new AbortController();
@@ -249,6 +293,7 @@ export class GroupLock implements RLock {
     leaseTime: number,
     signal?: AbortSignal,
     body?: Frame,
+    contended?: () => void,
   ): Promise<boolean> {
     const started = performance.now();
     const deadline = waitTime < 0 ? Infinity : started + waitTime;
@@ -260,6 +305,7 @@ export class GroupLock implements RLock {
       const roundStarted = performance.now();
       const memberWait = waitTime <= 0 ? 0 : Math.max(0, Math.floor(deadline - roundStarted));
       const round = await this.round(memberWait, memberLease, signal, body);
+      if (round.contended) contended?.();
       const quorumHeld = round.taken.length >= this.rules.quorum;
       if (!signal?.aborted && quorumHeld && this.stillValid(leaseTime, performance.now() - roundStarted)) {
         try {
@@ -318,7 +364,7 @@ export class GroupLock implements RLock {
     const memberSignal = AbortSignal.any(
       signal ? [callOff.signal, signal, this.rules.closing] : [callOff.signal, this.rules.closing],
     );
-    const round: Round = { taken: [], errors: 0 };
+    const round: Round = { taken: [], errors: 0, contended: false };
     let failed = 0;
     let unanswered = this.members.length;
     let holding: NodeJS.Timeout | undefined;
@@ -346,6 +392,7 @@ export class GroupLock implements RLock {
           signal: memberSignal,
           body,
           onHeldElsewhere: () => {
+            round.contended = true;
             answer();
             review();
           },
@@ -398,7 +445,7 @@ export class GroupLock implements RLock {
    */
   private track(taken: Taken[]): void {
     const key = this.ownerKey();
-    const tracker = watchQuorum(taken, this.rules, this.name, this.members.length, key);
+    const tracker = watchQuorum(taken, this.rules, this.name, this.members.length, key, performance.now());
     const list = this.trackers.get(key) ?? [];
     list.push(tracker);
     this.trackers.set(key, list);
@@ -422,6 +469,7 @@ function watchQuorum(
   name: string,
   members: number,
   ownerId: string,
+  acquiredAt: number,
 ): Tracker {
   const controller = new AbortController();
   const watches = taken.map(({ member }) => member.watchCurrentHold()).filter((watch) => watch !== undefined);
@@ -439,6 +487,7 @@ function watchQuorum(
   for (const watch of watches) watch.signal.addEventListener('abort', onLost, { once: true });
   return {
     taken,
+    acquiredAt,
     controller,
     dispose: () => {
       for (const watch of watches) {

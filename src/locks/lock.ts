@@ -1,6 +1,7 @@
 import { lockKeys, UNLOCK_MESSAGE, type LockKeys } from '../keys';
 import { acquireLock, forceReleaseLock, releaseLock, withdrawLock } from '../scripts';
 import type { StepLimits, WakeSource } from '../wait';
+import type { LockKind } from '../events';
 import { BaseLock } from './base-lock';
 import type { LockContext } from './context';
 
@@ -8,6 +9,7 @@ import type { LockContext } from './context';
 export class ReentrantLock extends BaseLock {
   private readonly keys: LockKeys;
   protected readonly wakeSourceFirst = false;
+  readonly kind: LockKind = 'lock';
 
   constructor(context: LockContext, name: unknown) {
     super(context, name);
