@@ -6,6 +6,9 @@ import {
   type NotAcquiredEvent,
   type ReleasedEvent,
 } from '../src';
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { LockEvents } from '../src/events';
 import { useRedis } from './helpers/setup';
 import { sleep } from './helpers/wait';
@@ -25,6 +28,8 @@ const ofType = <E extends keyof LockClientEvents>(
   event: E,
 ): Array<LockClientEvents[E][0]> =>
   seen.filter((entry) => entry.event === event).map((entry) => entry.payload as LockClientEvents[E][0]);
+
+const execFileAsync = promisify(execFile);
 
 describe('LockClient events', () => {
   const redis = useRedis();
@@ -168,6 +173,17 @@ describe('LockClient events', () => {
       acquisition.mockRestore();
       released.mockRestore();
     }
+  });
+
+  test('a listener that throws does not fail the lock call: its error is thrown on its own', async () => {
+    const worker = resolve(__dirname, 'workers', 'throwing-listener-worker.ts');
+    const { stdout } = await execFileAsync(process.execPath, [
+      '--import',
+      'tsx',
+      worker,
+      String(redis.port()),
+    ]);
+    expect(JSON.parse(stdout)).toEqual({ acquired: true, held: true, uncaught: ['listener bug'] });
   });
 });
 

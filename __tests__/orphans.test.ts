@@ -55,14 +55,15 @@ describe('handles and tasks that are dropped while they hold a lock', () => {
     const lost: LockLostEvent[] = [];
     client.on('lockLost', (event) => lost.push(event));
     await (async () => {
-      await client.getLock('rate-window').tryLock(0, 3_000);
+      await client.getLock('rate-window').tryLock(0, 10_000);
     })();
     for (let i = 0; i < 5; i += 1) {
       gc();
       await sleep(50);
     }
     expect(lost).toEqual([]);
-    expect(await redis.admin().pttl('rate-window')).toBeGreaterThan(2_000);
+    // Still there, with most of its lease (the collections above take a while on a busy machine).
+    expect(await redis.admin().pttl('rate-window')).toBeGreaterThan(5_000);
   });
 
   test('a MultiLock dropped while it holds: its members are found orphaned too', async () => {

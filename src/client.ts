@@ -2,7 +2,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { parseClientOptions, type ClientSettings, type LockClientOptions } from './client-options';
 import { ClientClosedError, LockLostError } from './errors';
-import { DEBUG, debug, LockEvents, type LockClientEvents } from './events';
+import { DEBUG, debug, emitSafely, LockEvents, type LockClientEvents } from './events';
 import { FairWaiters } from './fair-waiters';
 import { HoldBook, type LostLease } from './holds';
 import { clientChannel } from './keys';
@@ -106,7 +106,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.fairWaiters = new FairWaiters(settings.keyPrefix);
     // Every pending wait listens for the close; thousands of them are normal, not a leak.
     setMaxListeners(0, this.closer.signal);
-    this.calls = new RedisCalls(redis, settings.commandTimeout);
+    this.calls = new RedisCalls(redis, settings.commandTimeout, (fn) => this.scope.runInAsyncScope(fn));
     this.book = new HoldBook(this.gates, (lost: LostLease) => this.reportLost(lost));
     const report = (event: RedisErrorReport): void => this.reportRedisError(event);
     this.registry = new ClientRegistry(this.calls, redis, this.id, settings.label, report);
@@ -357,14 +357,14 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   private reportLost(lost: LostLease): void {
     if (DEBUG) debug('lock %s: lost by %s (%s): %s', lost.name, lost.ownerId, lost.code, lost.reason);
-    this.emit('lockLost', lost);
+    emitSafely(this, 'lockLost', lost);
   }
 
   /** Emits 'redisError', wrapping what is not an Error already (never throws). */
   private reportRedisError(report: RedisErrorReport): void {
     const error = report.error instanceof Error ? report.error : new Error(String(report.error));
     if (DEBUG) debug('%s %s failed: %s', report.operation, report.name, error.message);
-    this.emit('redisError', { ...report, error });
+    emitSafely(this, 'redisError', { ...report, error });
   }
 
   private async subscriber(name: string, limits: StepLimits): Promise<Subscriber> {

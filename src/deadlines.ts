@@ -13,6 +13,12 @@ export interface Deadline {
 }
 
 export class Deadlines {
+  /**
+   * @param inClientScope runs the timer's setup in the client's async scope: the timer lives on
+   *   from call to call, and made in a caller's scope it would keep that caller's task alive.
+   */
+  constructor(private readonly inClientScope: <T>(fn: () => T) => T = (fn) => fn()) {}
+
   /** Budget in ms -> its pending deadlines, oldest first (a Set keeps insertion order). */
   private readonly queues = new Map<number, Set<Deadline>>();
   private timer: NodeJS.Timeout | undefined;
@@ -44,7 +50,8 @@ export class Deadlines {
     this.timerAt = at;
     // Unref'd: a call in flight keeps the process alive through its connection (socket or
     // reconnect timer), and an idle client must not hold a process open until the timer fires.
-    this.timer = setTimeout(() => this.fire(), Math.max(0, at - performance.now())).unref();
+    const delay = Math.max(0, at - performance.now());
+    this.timer = this.inClientScope(() => setTimeout(() => this.fire(), delay).unref());
   }
 
   private fire(): void {

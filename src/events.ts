@@ -123,6 +123,25 @@ export interface Observed {
 }
 
 /** Emits the client's events; held by every lock the client makes. */
+/**
+ * Emits without letting a listener's exception into the lock path: thrown there, it would fail a
+ * call whose lock is already held (or a renewal), and the caller could not tell. It is thrown again
+ * on its own, as an uncaught exception, so the bug in the listener is not hidden either.
+ */
+export function emitSafely<K extends keyof LockClientEvents>(
+  emitter: EventEmitter<LockClientEvents>,
+  event: K,
+  ...args: LockClientEvents[K]
+): void {
+  try {
+    (emitter.emit as (event: K, ...args: LockClientEvents[K]) => boolean)(event, ...args);
+  } catch (error) {
+    process.nextTick(() => {
+      throw error;
+    });
+  }
+}
+
 export class LockEvents {
   constructor(private readonly emitter: EventEmitter<LockClientEvents>) {}
 
@@ -188,7 +207,7 @@ export class LockEvents {
         leaseTime,
       };
       if (token !== undefined) event.token = token;
-      this.emitter.emit('acquired', event);
+      emitSafely(this.emitter, 'acquired', event);
     }
     return result;
   }
@@ -209,7 +228,7 @@ export class LockEvents {
     if (this.emitter.listenerCount('released') === 0) return;
     const event: ReleasedEvent = { name: lock.name, kind: lock.kind, ownerId, freed };
     if (heldMs !== undefined) event.heldMs = heldMs;
-    this.emitter.emit('released', event);
+    emitSafely(this.emitter, 'released', event);
   }
 
   private wantsNotAcquired(): boolean {
@@ -236,7 +255,7 @@ export class LockEvents {
     if (!this.wantsNotAcquired()) return;
     const event: NotAcquiredEvent = { name: lock.name, kind: lock.kind, ownerId, waitMs, reason };
     if (error !== undefined) event.error = error;
-    this.emitter.emit('notAcquired', event);
+    emitSafely(this.emitter, 'notAcquired', event);
   }
 }
 

@@ -99,13 +99,17 @@ export class RedisCalls {
   private readonly readyWaiters = new Set<() => void>();
   private listening = false;
   private readonly pending = new Set<PendingCall>();
-  private readonly deadlines = new Deadlines();
+  private readonly deadlines: Deadlines;
 
   constructor(
     private readonly redis: RedisConnection,
     /** The budget of one call outside a wait, in ms. */
     readonly commandTimeout: number,
-  ) {}
+    /** Runs fn in the client's async scope (see Deadlines). */
+    inClientScope?: <T>(fn: () => T) => T,
+  ) {
+    this.deadlines = new Deadlines(inClientScope);
+  }
 
   /**
    * Sends one command for `operation` on lock `lock` once the connection is ready, and settles
