@@ -7,6 +7,7 @@ export {
   LockNotHeldError,
   LockNotReplicatedError,
   LockTimeoutError,
+  PermitNotHeldError,
   RedisReplyError,
   RedisUnavailableError,
   RLockError,
@@ -23,3 +24,10 @@ export type {
 export type { PubSubOption } from './pubsub-mode';
 export type { RedisConnection } from './redis';
 export type { ReplicaWait } from './replicas';
+export type {
+  PermitsHeld,
+  PermitWaitOptions,
+  RCountDownLatch,
+  RPermitExpirableSemaphore,
+  RSemaphore,
+} from './synchronizers/types';

@@ -39,6 +39,16 @@ const CONFIRM_WAIT_MS = 250;
 
 type WakeReason = 'message' | 'timeout';
 
+/**
+ * How many sleeping waiters of one process a message on a channel wakes (Infinity: all). The
+ * default is the locks' rule: Redisson's '0' frees an exclusive lock, one waiter can take it;
+ * other messages (read locks) may let several through. A semaphore's message is its new permit
+ * count, so it wakes up to that many (Redisson's SemaphorePubSub does the same).
+ */
+export type WakePolicy = (message: string) => number;
+
+const wakeLockWaiters: WakePolicy = (message) => (message === '0' ? 1 : Infinity);
+
 interface Sleeper {
   wake(reason: WakeReason): void;
   fail(error: unknown): void;
@@ -69,6 +79,8 @@ interface ChannelState {
   permits: number;
   /** Messages name the waiter they are for (fair-lock hand-offs): they go to the hooks, not to sleepers. */
   addressed: boolean;
+  /** How many sleepers a message wakes; a channel belongs to one kind of object, which sets it. */
+  wakes: WakePolicy;
   linger?: NodeJS.Timeout;
 }
 
@@ -94,6 +106,8 @@ export interface SubscriberHooks {
 export interface SubscribeOptions {
   /** Messages on this channel name the waiter they are for (see SubscriberHooks). */
   addressed?: boolean;
+  /** How many sleepers a message wakes; default: the locks' rule (see WakePolicy). */
+  wakes?: WakePolicy;
   /** How long to wait for the SUBSCRIBE to be confirmed before going on without it, in ms. */
   budget: number;
   signal?: AbortSignal;
@@ -145,6 +159,7 @@ export class Subscriber {
     const channel = this.channelPrefix + name;
     const state = this.stateOf(channel);
     if (options.addressed) state.addressed = true;
+    if (options.wakes) state.wakes = options.wakes;
     state.refs += 1;
     clearTimeout(state.linger);
     this.ensureSubscribed(channel, state);
@@ -212,6 +227,7 @@ export class Subscriber {
         sleepers: [],
         permits: 0,
         addressed: false,
+        wakes: wakeLockWaiters,
       };
       this.channels.set(channel, state);
     }
@@ -325,16 +341,17 @@ export class Subscriber {
     const state = this.channels.get(channel);
     if (!state) return;
     if (state.addressed) return this.hooks.onAddressedMessage(message);
-    // Redisson sends '0' when an exclusive lock is released (one waiter can take it) and other
-    // values when several waiters may proceed at once (read locks), so those wake everyone.
-    if (message === '0') this.wakeOne(state);
-    else this.wakeAll(state);
+    const count = state.wakes(message);
+    if (count === Infinity || Number.isNaN(count)) this.wakeAll(state);
+    else this.wakeSome(state, count);
   }
 
-  private wakeOne(state: ChannelState): void {
-    const sleeper = state.sleepers[0];
-    if (sleeper) sleeper.wake('message');
-    else state.permits = Math.min(state.permits + 1, state.refs);
+  /** Wakes `count` sleepers; what finds nobody asleep is kept for waiters between attempts. */
+  private wakeSome(state: ChannelState, count: number): void {
+    const woken = state.sleepers.slice(0, Math.max(0, count));
+    for (const sleeper of woken) sleeper.wake('message');
+    const left = count - woken.length;
+    if (left > 0) state.permits = Math.min(state.permits + left, state.refs);
   }
 
   private wakeAll(state: ChannelState): void {
