@@ -89,6 +89,8 @@ describe('RCountDownLatch', () => {
     const result = await waiting;
     expect(result.value).toBe(true);
     expect(result.ms).toBeLessThan(3_000);
-    expect(countDownLatchKeys('latch:prefix').channel).toBe('redisson_countdownlatch__channel__{latch:prefix}');
+    expect(countDownLatchKeys('latch:prefix').channel).toBe(
+      'redisson_countdownlatch__channel__{latch:prefix}',
+    );
   });
 });

@@ -51,7 +51,9 @@ describe('RPermitExpirableSemaphore', () => {
     const semaphore = redis.client().getPermitExpirableSemaphore('pes:wake');
     await semaphore.trySetPermits(1);
     const id = await semaphore.acquire();
-    const waiting = timed(redis.client().getPermitExpirableSemaphore('pes:wake').tryAcquire({ waitTime: 20_000 }));
+    const waiting = timed(
+      redis.client().getPermitExpirableSemaphore('pes:wake').tryAcquire({ waitTime: 20_000 }),
+    );
     await sleep(300);
     await semaphore.release(id);
     const result = await waiting;

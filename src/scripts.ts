@@ -195,9 +195,11 @@ export const trySetSemaphorePermits = defineScript<
 >('semaphore/try-set.lua');
 
 /** Returns how many permits were taken. */
-export const drainSemaphore = defineScript<[permits: string, requestLatch: string], [latchMs: number], number>(
-  'semaphore/drain.lua',
-);
+export const drainSemaphore = defineScript<
+  [permits: string, requestLatch: string],
+  [latchMs: number],
+  number
+>('semaphore/drain.lua');
 
 /** The permit-expirable semaphore's keys, in the order its acquire takes them. */
 type ExpirableKeys = [permits: string, timeouts: string, channel: string];

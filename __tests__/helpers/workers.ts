@@ -15,7 +15,11 @@ export interface Worker {
  * Starts a worker process (TypeScript run through tsx): workers/lock-worker.ts, or another file of
  * workers/ by name.
  */
-export function startWorker(args: string[], env: Record<string, string> = {}, worker = 'lock-worker'): Worker {
+export function startWorker(
+  args: string[],
+  env: Record<string, string> = {},
+  worker = 'lock-worker',
+): Worker {
   const child = fork(workerFile(worker), args, {
     execArgv: ['--import', 'tsx'],
     env: { ...process.env, ...env },

@@ -1,4 +1,9 @@
-import { countDownLatchKeys, LATCH_NEW_COUNT_MESSAGE, LATCH_ZERO_MESSAGE, type CountDownLatchKeys } from '../keys';
+import {
+  countDownLatchKeys,
+  LATCH_NEW_COUNT_MESSAGE,
+  LATCH_ZERO_MESSAGE,
+  type CountDownLatchKeys,
+} from '../keys';
 import type { LockContext } from '../locks/context';
 import { countDownLatch, deleteLatch, trySetLatchCount } from '../scripts';
 import { acquireOrWait } from '../wait';

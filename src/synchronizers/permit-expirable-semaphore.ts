@@ -23,9 +23,12 @@ function newPermitId(): string {
 }
 
 function checkPermitId(value: unknown): string {
-  if (typeof value !== 'string') throw typeError(`permitId must be a string of 32 hex characters; got ${typeof value}`);
+  if (typeof value !== 'string')
+    throw typeError(`permitId must be a string of 32 hex characters; got ${typeof value}`);
   if (!/^[0-9a-fA-F]{32}$/.test(value)) {
-    throw rangeError(`permitId must be 32 hex characters (a permit id acquire() returned); got "${value.slice(0, 40)}"`);
+    throw rangeError(
+      `permitId must be 32 hex characters (a permit id acquire() returned); got "${value.slice(0, 40)}"`,
+    );
   }
   return value.toLowerCase();
 }
@@ -71,7 +74,8 @@ export class PermitExpirableSemaphore extends Synchronizer implements RPermitExp
 
   async acquire(options?: { leaseTime?: number; signal?: AbortSignal }): Promise<string> {
     const { given, signal } = parseWaitOptions(options, ['leaseTime']);
-    if (given.waitTime !== undefined) throw typeError('acquire() waits until it gets a permit: use tryAcquire({ waitTime })');
+    if (given.waitTime !== undefined)
+      throw typeError('acquire() waits until it gets a permit: use tryAcquire({ waitTime })');
     const id = await this.take(-1, this.leaseOf(given), signal);
     if (id === false) throw new Error('unreachable: a wait without end gave up');
     return id;

@@ -55,11 +55,16 @@ export async function waitForPermits<G>(
       attempt: async (_kind, limits) => {
         if (granted) return null;
         const request = requests.newRequest();
-        const answer = await context.calls.run(wait.name, 'acquire', () => requests.attempt(request, limits), {
-          ...limits,
-          endsWithClose: true,
-          onOrphaned: (fate) => orphaned(fate, request),
-        });
+        const answer = await context.calls.run(
+          wait.name,
+          'acquire',
+          () => requests.attempt(request, limits),
+          {
+            ...limits,
+            endsWithClose: true,
+            onOrphaned: (fate) => orphaned(fate, request),
+          },
+        );
         if ('grant' in answer) {
           // An earlier attempt's late grant was adopted meanwhile: this one is one too many.
           if (granted) withdraw(request);

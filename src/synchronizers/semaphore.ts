@@ -66,7 +66,10 @@ export class Semaphore extends Synchronizer implements RSemaphore {
 
   tryAcquire(permits?: number, waitTime?: number): Promise<boolean>;
   tryAcquire(options: PermitWaitOptions & { permits?: number }): Promise<boolean>;
-  async tryAcquire(arg?: number | (PermitWaitOptions & { permits?: number }), waitTime?: number): Promise<boolean> {
+  async tryAcquire(
+    arg?: number | (PermitWaitOptions & { permits?: number }),
+    waitTime?: number,
+  ): Promise<boolean> {
     if (isOptionsObject(arg)) {
       const parsed = parseWaitOptions(arg, ['permits']);
       const permits = parsed.given.permits === undefined ? 1 : checkPermits(parsed.given.permits);
