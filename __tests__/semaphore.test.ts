@@ -79,6 +79,21 @@ describe('RSemaphore', () => {
     expect(await Promise.all(waits)).toEqual([true, true, true, true]);
   });
 
+  test('a waiter for fewer permits is not held up behind one that needs more than came back', async () => {
+    const semaphore = redis.client().getSemaphore('sem:mixed');
+    await semaphore.trySetPermits(0);
+    const big = semaphore.tryAcquire(2, 20_000);
+    await sleep(200);
+    const small = timed(semaphore.tryAcquire(1, 20_000));
+    await sleep(300);
+    await redis.client().getSemaphore('sem:mixed').release(1);
+    const result = await small;
+    expect(result.value).toBe(true);
+    expect(result.ms).toBeLessThan(300 + 3_000);
+    await semaphore.release(2);
+    expect(await big).toBe(true);
+  });
+
   test('tryAcquire gives up after waitTime', async () => {
     const semaphore = redis.client().getSemaphore('sem:timeout');
     const result = await timed(semaphore.tryAcquire({ permits: 1, waitTime: 300 }));

@@ -50,6 +50,8 @@ export type WakePolicy = (message: string) => number;
 const wakeLockWaiters: WakePolicy = (message) => (message === '0' ? 1 : Infinity);
 
 interface Sleeper {
+  /** How many messages the channel had delivered when it went to sleep. */
+  since: number;
   wake(reason: WakeReason): void;
   fail(error: unknown): void;
 }
@@ -77,6 +79,8 @@ interface ChannelState {
   sleepers: Sleeper[];
   /** Wake-ups that found nobody asleep, kept for waiters between attempts. */
   permits: number;
+  /** Messages delivered so far: tells who was asleep before a given message (see passOn). */
+  messages: number;
   /** Messages name the waiter they are for (fair-lock hand-offs): they go to the hooks, not to sleepers. */
   addressed: boolean;
   /** How many sleepers a message wakes; a channel belongs to one kind of object, which sets it. */
@@ -90,6 +94,13 @@ export interface Subscription {
   readonly listening: boolean;
   /** Sleeps until a release message for this channel, a reconnect, or `ms` passes. */
   sleep(ms: number, signal?: AbortSignal): Promise<WakeReason>;
+  /**
+   * This waiter was woken by a message it could not use (a semaphore's permits came back, but
+   * fewer than it needs): hand the wake-up on to up to `count` waiters that were already asleep
+   * when that message came. Each message's wake-up travels down the line once, so two waiters
+   * that both need more never wake each other in turns.
+   */
+  passOn(count: number): void;
   /** Gives the channel back; the last holder's release unsubscribes it. */
   release(): void;
 }
@@ -184,11 +195,25 @@ export class Subscriber {
       }
     }
     let released = false;
+    /** The message (by number) that last woke this waiter, until it is passed on. */
+    let wokenBy: number | undefined;
     return {
       get listening() {
         return state.confirmed;
       },
-      sleep: (ms, signal) => this.sleep(state, ms, signal),
+      sleep: async (ms, signal) => {
+        wokenBy = undefined;
+        const reason = await this.sleep(state, ms, signal);
+        if (reason === 'message') wokenBy = state.messages;
+        return reason;
+      },
+      passOn: (count) => {
+        if (wokenBy === undefined) return;
+        const before = wokenBy;
+        wokenBy = undefined;
+        const waiting = state.sleepers.filter((sleeper) => sleeper.since < before).slice(0, count);
+        for (const sleeper of waiting) sleeper.wake('message');
+      },
       release: () => {
         if (released) return;
         released = true;
@@ -226,6 +251,7 @@ export class Subscriber {
         failures: 0,
         sleepers: [],
         permits: 0,
+        messages: 0,
         addressed: false,
         wakes: wakeLockWaiters,
       };
@@ -322,6 +348,7 @@ export class Subscriber {
         if (index >= 0) state.sleepers.splice(index, 1);
       };
       const sleeper: Sleeper = {
+        since: state.messages,
         wake: (reason) => {
           finish();
           resolve(reason);
@@ -341,6 +368,7 @@ export class Subscriber {
     const state = this.channels.get(channel);
     if (!state) return;
     if (state.addressed) return this.hooks.onAddressedMessage(message);
+    state.messages += 1;
     const count = state.wakes(message);
     if (count === Infinity || Number.isNaN(count)) this.wakeAll(state);
     else this.wakeSome(state, count);

@@ -166,11 +166,11 @@ export const withdrawFairLock = defineScript<
   0 | 1
 >('fair/withdraw.lua');
 
-/** Returns 1 when the permits were taken, 0 when too few are available, -3 when withdrawn. */
+/** Returns [1, 0] when the permits were taken, [0, available] when too few are, [-3, 0] when withdrawn. */
 export const acquireSemaphore = defineScript<
   [permits: string, requestLatch: string],
   [permits: number, latchMs: number],
-  1 | 0 | -3
+  [1 | 0 | -3, number]
 >('semaphore/acquire.lua');
 
 /** Returns the available permits after adding (release, addPermits; negative takes away). */

@@ -1,11 +1,11 @@
 import { homeSlot, requestLatchKey } from '../keys';
 import type { LockContext } from '../locks/context';
-import type { WakePolicy } from '../pubsub';
+import type { Subscription, WakePolicy } from '../pubsub';
 import { isPassing, type CallLimits } from '../redis-call';
 import type { PublishCommand } from '../scripts';
 import { retryPause } from '../timing';
 import { checkLockName } from '../validate';
-import type { StepLimits, WakeSource } from '../wait';
+import type { StepLimits } from '../wait';
 
 /**
  * What the synchronizers share: the name and its cluster slot, budgeted Redis calls, request
@@ -84,7 +84,7 @@ export abstract class Synchronizer {
   }
 
   /** Waiters sleep on `channel`, woken as `wakes` says, shared per client. */
-  protected async listen(channel: string, wakes: WakePolicy, limits: StepLimits): Promise<WakeSource> {
+  protected async listen(channel: string, wakes: WakePolicy, limits: StepLimits): Promise<Subscription> {
     const subscriber = await this.context.subscriber(this.name, limits);
     return subscriber.subscribe(channel, { ...limits, wakes });
   }

@@ -1,5 +1,6 @@
 import { semaphoreKeys, type SemaphoreKeys } from '../keys';
 import type { LockContext } from '../locks/context';
+import type { Subscription } from '../pubsub';
 import {
   acquireSemaphore,
   addSemaphorePermits,
@@ -101,13 +102,22 @@ export class Semaphore extends Synchronizer implements RSemaphore {
     signal?.throwIfAborted();
     if (permits === 0) return true;
     const { redis } = this.context;
+    let source: Subscription | undefined;
     const granted = await waitForPermits<true>(
       this.context,
       {
         attempt: async (request) => {
-          const taken = await acquireSemaphore(redis, [this.keys.permits, request], [permits, this.latchMs]);
-          // Not enough: look again when a release announces permits (or, failing that, after maxSleep).
-          return taken === 1 ? { grant: true } : { retryIn: -1 };
+          const [taken, available] = await acquireSemaphore(
+            redis,
+            [this.keys.permits, request],
+            [permits, this.latchMs],
+          );
+          if (taken === 1) return { grant: true };
+          // Woken by a release that brought back fewer permits than this waiter needs: a waiter
+          // behind it that needs fewer may take them, instead of sleeping until maxSleep.
+          if (available > 0) source?.passOn(available);
+          // Look again when a release announces permits (or, failing that, after maxSleep).
+          return { retryIn: -1 };
         },
         withdraw: async (request) =>
           withdrawSemaphore(
@@ -116,7 +126,8 @@ export class Semaphore extends Synchronizer implements RSemaphore {
             [permits, this.latchMs, await this.publishCommand()],
           ),
         newRequest: () => this.newRequestLatch(),
-        openWakeSource: (limits) => this.listen(this.keys.channel, wakeForPermits, limits),
+        openWakeSource: async (limits) =>
+          (source = await this.listen(this.keys.channel, wakeForPermits, limits)),
         sendUntilAnswered: (operation, send) => this.sendUntilAnswered(operation, send),
       },
       { name: this.name, waitTime, signal },
