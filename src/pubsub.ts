@@ -12,9 +12,10 @@ import { retryPause, settledWithin } from './timing';
  * strictly one after the other, so an UNSUBSCRIBE can never overtake a newer SUBSCRIBE and leave a
  * waiter listening to nothing.
  *
- * A release message wakes one sleeping waiter per process (no thundering herd). When no waiter is
- * asleep at that moment, the wake-up is kept as a permit for the next waiter about to sleep, so a
- * message that arrives while a waiter is between attempts is not lost.
+ * A release message wakes one sleeping waiter per process (no thundering herd); a channel's wake
+ * policy may say more (a semaphore's message wakes as many as it announces permits, a latch's
+ * everyone). When no waiter is asleep at that moment, the wake-up is kept as a permit for the next
+ * waiter about to sleep, so a message that arrives while a waiter is between attempts is not lost.
  *
  * Messages published while the connection is down are lost for good, so after every reconnect
  * (or, on a cluster, every move of channels to another node), once the subscriptions are confirmed,
