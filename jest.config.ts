@@ -24,6 +24,10 @@ const PORTABLE = [
   'fenced-lock',
   'processes',
   'fair-processes',
+  'semaphore',
+  'permit-expirable-semaphore',
+  'count-down-latch',
+  'synchronizer-processes',
 ].map((file) => `<rootDir>/__tests__/${file}.test.ts`);
 
 const config: Config = {

@@ -178,6 +178,19 @@ describe('rlock command on a server', () => {
     await waiting;
   });
 
+  test('inspect and list show semaphores made by the library, and never their request latches', async () => {
+    const client = redis.client();
+    const semaphore = client.getPermitExpirableSemaphore('cli:pes');
+    await semaphore.trySetPermits(2);
+    const id = await semaphore.acquire({ leaseTime: 60_000 });
+    await client.getSemaphore('cli:sem').release(3);
+    const state = JSON.parse((await rlock(['inspect', 'cli:pes', '--redis', url(), '--json'])).stdout);
+    expect(state.counter).toBe(1);
+    expect(state.expirablePermits).toEqual([expect.objectContaining({ id })]);
+    const listed = JSON.parse((await rlock(['list', 'cli:*', '--redis', url(), '--json'])).stdout);
+    expect(listed.map((item: { name: string }) => item.name)).toEqual(['cli:pes', 'cli:sem']);
+  });
+
   test('force-unlock asks first, deletes with --yes and wakes a waiter in another process', async () => {
     const client = redis.client();
     const lock = client.getLock('stuck');

@@ -39,7 +39,7 @@ function loadBuiltRlock(): typeof Rlock {
   return createRequire(__filename)(built) as typeof Rlock;
 }
 
-const { LockClient } = loadBuiltRlock();
+export const { LockClient } = loadBuiltRlock();
 
 /** Releases what `lock` took. */
 export type Release = () => Promise<void>;

@@ -8,6 +8,7 @@ import {
   type PairCost,
   type WatchdogScale,
 } from './scenarios';
+import { semaphoreTables, type SemaphoreResults } from './semaphore-scenarios';
 import type { ContentionFigures } from './stats';
 import { barChart } from './svg';
 import { judge, verdictTable } from './targets';
@@ -25,6 +26,8 @@ export interface Results {
   idleWaiters: Partial<Record<LibraryName, Outcome<IdleWaiters>>>;
   manyLocks: Partial<Record<LibraryName, Outcome<ManyLocks>>>;
   watchdog: Partial<Record<LibraryName, Outcome<WatchdogScale>>>;
+  /** rlock getSemaphore next to redis-semaphore Semaphore; absent from older runs. */
+  semaphores?: SemaphoreResults;
 }
 
 const num = (value: number, digits = 2): string => (Number.isFinite(value) ? value.toFixed(digits) : '–');
@@ -112,6 +115,7 @@ export function tables(results: Results): string {
       num(v.commandsPerPeriod, 0),
       num(v.cpuMsPerPeriod, 1),
     ]),
+    ...(results.semaphores ? ['', semaphoreTables(results.semaphores)] : []),
   ].join('\n');
 }
 
@@ -275,6 +279,10 @@ ${targetsTable(results)}
 - **Watchdog at scale**: what keeping many locks alive costs Redis; each library renews on its own
   period (rlock and node-redisson every lease / 3, redis-semaphore every 0.8 × lease, redlock
   \`using()\` when the lease is about to run out).
+- **Semaphores**: rlock's \`getSemaphore\` next to redis-semaphore's \`Semaphore\` (its defaults,
+  10 ms polling; \`acquireTimeout\` 120 s so every waiter gets through): 8 processes loop acquire one
+  of 3 permits → hold 2 ms → release → think 1 ms (*ideal*: 3 / hold = 1 500/s; *most permits
+  out* must not exceed 3); then 200 waiters on a semaphore whose 3 permits are held, and the drain.
 - **Many locks**: the libraries take turns in 3 rounds; the median round is reported, with the
   slowest and the fastest. Client CPU decides this figure: Redis is far from busy.
 - **Targets**: the hot path limits on this run's ratios; \`npm run bench -- --check\` runs only the

@@ -22,6 +22,7 @@ import {
   type Outcome,
   type Settings,
 } from './scenarios';
+import { semaphores, semaphoreTables } from './semaphore-scenarios';
 import { judge } from './targets';
 
 const quick = process.argv.includes('--quick');
@@ -114,9 +115,11 @@ async function main(): Promise<void> {
       results.manyLocks = await manyLocks(settings);
     }
     results.watchdog = await eachLibrary('watchdog at scale', watchdogAtScale, settings);
+    if (runs('semaphores')) results.semaphores = await semaphores(settings, progress);
     progress('done\n');
 
     console.log(`\n${tables(results)}\n\n${headline(results).join('\n')}\n`);
+    if (results.semaphores) console.log(`${semaphoreTables(results.semaphores)}\n`);
     console.log(`Targets:\n\n${targetsTable(results)}\n`);
     if (check) {
       const missed = judge(results).filter((verdict) => !verdict.pass).length;

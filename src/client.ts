@@ -26,6 +26,10 @@ import { settledWithin } from './timing';
 import { checkKnownKeys, checkOptionsObject, checkTime, typeError } from './validate';
 import type { StepLimits } from './wait';
 import { Watchdog } from './watchdog';
+import { CountDownLatch } from './synchronizers/count-down-latch';
+import { PermitExpirableSemaphore } from './synchronizers/permit-expirable-semaphore';
+import { Semaphore } from './synchronizers/semaphore';
+import type { RCountDownLatch, RPermitExpirableSemaphore, RSemaphore } from './synchronizers/types';
 
 export type { LockClientOptions } from './client-options';
 export type { LockLostEvent, RedisErrorEvent } from './events';
@@ -221,6 +225,30 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       watchdogLease: this.watchdogTimeout,
       ...this.groupHooks(),
     });
+  }
+
+  /**
+   * A counting semaphore (Redisson getSemaphore): permits at the name, no owner (any task or
+   * process may release), waiters woken by releases. Set its permits once with trySetPermits.
+   */
+  getSemaphore(name: string): RSemaphore {
+    this.throwIfClosed();
+    return new Semaphore(this.context, name);
+  }
+
+  /**
+   * A semaphore whose permits each have an id and may have a lease; a permit whose lease runs
+   * out returns by itself (Redisson getPermitExpirableSemaphore).
+   */
+  getPermitExpirableSemaphore(name: string): RPermitExpirableSemaphore {
+    this.throwIfClosed();
+    return new PermitExpirableSemaphore(this.context, name);
+  }
+
+  /** A count-down latch (Redisson getCountDownLatch): await() returns once the count is zero. */
+  getCountDownLatch(name: string): RCountDownLatch {
+    this.throwIfClosed();
+    return new CountDownLatch(this.context, name);
   }
 
   /**

@@ -179,3 +179,24 @@ export class RedisReplyError extends RLockError<'ERR_REDIS_REPLY'> {
     this.replyCode = replyCode;
   }
 }
+
+/**
+ * A permit-expirable semaphore was asked to release a permit it does not have out: never acquired
+ * there, released already, or its lease ran out (expired permits go back by themselves).
+ */
+export class PermitNotHeldError extends RLockError<'ERR_PERMIT_NOT_HELD'> {
+  /** The semaphore's name. */
+  readonly lockName: string;
+  readonly permitId: string;
+
+  constructor(lockName: string, permitId: string) {
+    super(
+      'ERR_PERMIT_NOT_HELD',
+      `semaphore "${lockName}" has no permit ${permitId} out: it was never acquired there, was ` +
+        'released already, or its lease ran out (an expired permit returns to the semaphore by ' +
+        'itself). Use tryRelease() where that is expected, or updateLeaseTime() to keep a permit longer',
+    );
+    this.lockName = lockName;
+    this.permitId = permitId;
+  }
+}

@@ -18,6 +18,7 @@ export {
   LockNotHeldError,
   LockNotReplicatedError,
   LockTimeoutError,
+  PermitNotHeldError,
   RedisReplyError,
   RedisUnavailableError,
   RLockError,
@@ -34,3 +35,10 @@ export type {
 export type { PubSubOption } from './pubsub-mode';
 export type { RedisConnection } from './redis';
 export type { ReplicaWait } from './replicas';
+export type {
+  PermitsHeld,
+  PermitWaitOptions,
+  RCountDownLatch,
+  RPermitExpirableSemaphore,
+  RSemaphore,
+} from './synchronizers/types';

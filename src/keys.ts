@@ -119,3 +119,71 @@ export function clientChannel(clientId: string): string {
 export function clientEntryKey(clientId: string): string {
   return `rlock_client:{${clientId}}`;
 }
+
+/**
+ * Redisson's RedissonObject.suffixName (`{name}:suffix`, or `name:suffix` when the name has a
+ * brace), kept in the slot of the name's key as prefixName keeps its keys; `slot`: see prefixName.
+ */
+export function suffixName(name: string, suffix: string, slot?: number): string {
+  const natural = name.includes('{') ? `${name}:${suffix}` : `{${name}}:${suffix}`;
+  const home = slot ?? hashSlot(name);
+  if (hashSlot(natural) === home) return natural;
+  return `{${tagForSlot(home)}}${name}:${suffix}`;
+}
+
+const REQUEST_LATCH_PREFIX = 'rlock_request_latch';
+
+/**
+ * The latch of one request to a semaphore or a count-down latch: a key that remembers the
+ * request's answer so that a re-sent copy changes nothing (see lua/include/requests.lua).
+ */
+export function requestLatchKey(name: string, requestId: string, slot?: number): string {
+  return `${prefixName(REQUEST_LATCH_PREFIX, name, slot)}:${requestId}`;
+}
+
+/** What every key of a request latch starts with (under an ioredis keyPrefix, after it). */
+export const REQUEST_LATCH_KEY_START = `${REQUEST_LATCH_PREFIX}:`;
+
+export interface SemaphoreKeys {
+  /** The available permits: a string integer at the name (Redisson's RSemaphore). */
+  readonly permits: string;
+  /** Where releases announce the new count (Redisson's redisson_sc:{name}). */
+  readonly channel: string;
+}
+
+export function semaphoreKeys(name: string, slot?: number): SemaphoreKeys {
+  return { permits: name, channel: prefixName('redisson_sc', name, slot) };
+}
+
+export interface ExpirableSemaphoreKeys extends SemaphoreKeys {
+  /** Sorted set of the permits out: id (16 bytes) -> epoch ms it expires (Redisson's {name}:timeout). */
+  readonly timeouts: string;
+}
+
+export function expirableSemaphoreKeys(name: string, slot?: number): ExpirableSemaphoreKeys {
+  return { ...semaphoreKeys(name, slot), timeouts: suffixName(name, 'timeout', slot) };
+}
+
+/** Redisson's permit-expirable score for a permit without a lease. */
+export const NEVER_EXPIRES = 922337203685477;
+
+export interface CountDownLatchKeys {
+  /** The count: a string integer at the name, deleted at zero (Redisson's RCountDownLatch). */
+  readonly count: string;
+  /** Redisson's redisson_countdownlatch__channel__{name}. */
+  readonly channel: string;
+}
+
+export function countDownLatchKeys(name: string, slot?: number): CountDownLatchKeys {
+  // Redisson wraps the name in braces whatever it holds; a name whose braces would move the
+  // channel out of the latch's slot gets a tag chosen for that slot instead.
+  const natural = `redisson_countdownlatch__channel__{${name}}`;
+  const home = slot ?? hashSlot(name);
+  const channel =
+    hashSlot(natural) === home ? natural : `redisson_countdownlatch__channel__{${tagForSlot(home)}}${name}`;
+  return { count: name, channel };
+}
+
+/** Redisson's latch messages: the count reached zero (waiters go), a new count was set. */
+export const LATCH_ZERO_MESSAGE = '0';
+export const LATCH_NEW_COUNT_MESSAGE = '1';

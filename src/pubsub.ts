@@ -13,9 +13,10 @@ import { retryPause, settledWithin } from './timing';
  * strictly one after the other, so an UNSUBSCRIBE can never overtake a newer SUBSCRIBE and leave a
  * waiter listening to nothing.
  *
- * A release message wakes one sleeping waiter per process (no thundering herd). When no waiter is
- * asleep at that moment, the wake-up is kept as a permit for the next waiter about to sleep, so a
- * message that arrives while a waiter is between attempts is not lost.
+ * A release message wakes one sleeping waiter per process (no thundering herd); a channel's wake
+ * policy may say more (a semaphore's message wakes as many as it announces permits, a latch's
+ * everyone). When no waiter is asleep at that moment, the wake-up is kept as a permit for the next
+ * waiter about to sleep, so a message that arrives while a waiter is between attempts is not lost.
  *
  * Messages published while the connection is down are lost for good, so after every reconnect
  * (or, on a cluster, every move of channels to another node), once the subscriptions are confirmed,
@@ -40,7 +41,19 @@ const CONFIRM_WAIT_MS = 250;
 
 type WakeReason = 'message' | 'timeout';
 
+/**
+ * How many sleeping waiters of one process a message on a channel wakes (Infinity: all). The
+ * default is the locks' rule: Redisson's '0' frees an exclusive lock, one waiter can take it;
+ * other messages (read locks) may let several through. A semaphore's message is its new permit
+ * count, so it wakes up to that many (Redisson's SemaphorePubSub does the same).
+ */
+export type WakePolicy = (message: string) => number;
+
+const wakeLockWaiters: WakePolicy = (message) => (message === '0' ? 1 : Infinity);
+
 interface Sleeper {
+  /** How many messages the channel had delivered when it went to sleep. */
+  since: number;
   wake(reason: WakeReason): void;
   fail(error: unknown): void;
 }
@@ -68,8 +81,12 @@ interface ChannelState {
   sleepers: Sleeper[];
   /** Wake-ups that found nobody asleep, kept for waiters between attempts. */
   permits: number;
+  /** Messages delivered so far: tells who was asleep before a given message (see passOn). */
+  messages: number;
   /** Messages name the waiter they are for (fair-lock hand-offs): they go to the hooks, not to sleepers. */
   addressed: boolean;
+  /** How many sleepers a message wakes; a channel belongs to one kind of object, which sets it. */
+  wakes: WakePolicy;
   linger?: NodeJS.Timeout;
 }
 
@@ -79,6 +96,13 @@ export interface Subscription {
   readonly listening: boolean;
   /** Sleeps until a release message for this channel, a reconnect, or `ms` passes. */
   sleep(ms: number, signal?: AbortSignal): Promise<WakeReason>;
+  /**
+   * This waiter was woken by a message it could not use (a semaphore's permits came back, but
+   * fewer than it needs): hand the wake-up on to up to `count` waiters that were already asleep
+   * when that message came. Each message's wake-up travels down the line once, so two waiters
+   * that both need more never wake each other in turns.
+   */
+  passOn(count: number): void;
   /** Gives the channel back; the last holder's release unsubscribes it. */
   release(): void;
 }
@@ -95,6 +119,8 @@ export interface SubscriberHooks {
 export interface SubscribeOptions {
   /** Messages on this channel name the waiter they are for (see SubscriberHooks). */
   addressed?: boolean;
+  /** How many sleepers a message wakes; default: the locks' rule (see WakePolicy). */
+  wakes?: WakePolicy;
   /** How long to wait for the SUBSCRIBE to be confirmed before going on without it, in ms. */
   budget: number;
   signal?: AbortSignal;
@@ -146,6 +172,7 @@ export class Subscriber {
     const channel = this.channelPrefix + name;
     const state = this.stateOf(channel);
     if (options.addressed) state.addressed = true;
+    if (options.wakes) state.wakes = options.wakes;
     state.refs += 1;
     clearTimeout(state.linger);
     this.ensureSubscribed(channel, state);
@@ -170,11 +197,25 @@ export class Subscriber {
       }
     }
     let released = false;
+    /** The message (by number) that last woke this waiter, until it is passed on. */
+    let wokenBy: number | undefined;
     return {
       get listening() {
         return state.confirmed;
       },
-      sleep: (ms, signal) => this.sleep(state, ms, signal),
+      sleep: async (ms, signal) => {
+        wokenBy = undefined;
+        const reason = await this.sleep(state, ms, signal);
+        if (reason === 'message') wokenBy = state.messages;
+        return reason;
+      },
+      passOn: (count) => {
+        if (wokenBy === undefined) return;
+        const before = wokenBy;
+        wokenBy = undefined;
+        const waiting = state.sleepers.filter((sleeper) => sleeper.since < before).slice(0, count);
+        for (const sleeper of waiting) sleeper.wake('message');
+      },
       release: () => {
         if (released) return;
         released = true;
@@ -212,7 +253,9 @@ export class Subscriber {
         failures: 0,
         sleepers: [],
         permits: 0,
+        messages: 0,
         addressed: false,
+        wakes: wakeLockWaiters,
       };
       this.channels.set(channel, state);
     }
@@ -309,6 +352,7 @@ export class Subscriber {
         if (index >= 0) state.sleepers.splice(index, 1);
       };
       const sleeper: Sleeper = {
+        since: state.messages,
         wake: (reason) => {
           finish();
           resolve(reason);
@@ -328,16 +372,18 @@ export class Subscriber {
     const state = this.channels.get(channel);
     if (!state) return;
     if (state.addressed) return this.hooks.onAddressedMessage(message);
-    // Redisson sends '0' when an exclusive lock is released (one waiter can take it) and other
-    // values when several waiters may proceed at once (read locks), so those wake everyone.
-    if (message === '0') this.wakeOne(state);
-    else this.wakeAll(state);
+    state.messages += 1;
+    const count = state.wakes(message);
+    if (count === Infinity || Number.isNaN(count)) this.wakeAll(state);
+    else this.wakeSome(state, count);
   }
 
-  private wakeOne(state: ChannelState): void {
-    const sleeper = state.sleepers[0];
-    if (sleeper) sleeper.wake('message');
-    else state.permits = Math.min(state.permits + 1, state.refs);
+  /** Wakes `count` sleepers; what finds nobody asleep is kept for waiters between attempts. */
+  private wakeSome(state: ChannelState, count: number): void {
+    const woken = state.sleepers.slice(0, Math.max(0, count));
+    for (const sleeper of woken) sleeper.wake('message');
+    const left = count - woken.length;
+    if (left > 0) state.permits = Math.min(state.permits + left, state.refs);
   }
 
   private wakeAll(state: ChannelState): void {

@@ -170,3 +170,102 @@ export const withdrawFairLock = defineScript<
   [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand],
   0 | 1
 >('fair/withdraw.lua');
+
+/** Returns [1, 0] when the permits were taken, [0, available] when too few are, [-3, 0] when withdrawn. */
+export const acquireSemaphore = defineScript<
+  [permits: string, requestLatch: string],
+  [permits: number, latchMs: number],
+  [1 | 0 | -3, number]
+>('semaphore/acquire.lua');
+
+/** Returns the available permits after adding (release, addPermits; negative takes away). */
+export const addSemaphorePermits = defineScript<
+  [permits: string, channel: string, requestLatch: string],
+  [permits: number, latchMs: number, publish: PublishCommand],
+  number
+>('semaphore/add.lua');
+
+/** Returns 1 when the request had taken permits and they are back, else 0. */
+export const withdrawSemaphore = defineScript<
+  [permits: string, channel: string, requestLatch: string],
+  [permits: number, latchMs: number, publish: PublishCommand],
+  0 | 1
+>('semaphore/withdraw.lua');
+
+/** Returns 1 when the permits were set, 0 when they were set already. */
+export const trySetSemaphorePermits = defineScript<
+  [permits: string, channel: string, requestLatch: string],
+  [permits: number, latchMs: number, publish: PublishCommand],
+  0 | 1
+>('semaphore/try-set.lua');
+
+/** Returns how many permits were taken. */
+export const drainSemaphore = defineScript<
+  [permits: string, requestLatch: string],
+  [latchMs: number],
+  number
+>('semaphore/drain.lua');
+
+/** The permit-expirable semaphore's keys, in the order its acquire takes them. */
+type ExpirableKeys = [permits: string, timeouts: string, channel: string];
+
+/** Returns null when taken, else the ms until the first permit out expires (-1: none will), -3 when withdrawn. */
+export const acquireExpirablePermit = defineScript<
+  [...ExpirableKeys, requestLatch: string],
+  [permitId: string, leaseMs: number, publish: PublishCommand],
+  number | null
+>('expirable-semaphore/acquire.lua');
+
+/** Returns 1 when released, 0 when the permit was unknown or had expired. */
+export const releaseExpirablePermit = defineScript<
+  [permits: string, channel: string, timeouts: string, requestLatch: string],
+  [permitId: string, latchMs: number, publish: PublishCommand],
+  0 | 1
+>('expirable-semaphore/release.lua');
+
+/** Returns 1 when the withdrawn request's permit is back, else 0. */
+export const withdrawExpirablePermit = defineScript<
+  [permits: string, channel: string, timeouts: string, requestLatch: string],
+  [permitId: string, latchMs: number, publish: PublishCommand],
+  0 | 1
+>('expirable-semaphore/withdraw.lua');
+
+/** Returns the available permits after adding. */
+export const addExpirablePermits = defineScript<
+  [permits: string, channel: string, requestLatch: string],
+  [permits: number, latchMs: number, publish: PublishCommand],
+  number
+>('expirable-semaphore/add.lua');
+
+/** Returns the available permits, expired ones put back first. */
+export const availableExpirablePermits = defineScript<ExpirableKeys, [publish: PublishCommand], number>(
+  'expirable-semaphore/available.lua',
+);
+
+/** Returns 1 when the permit's lease was updated, 0 when it is unknown or expired. */
+export const updateExpirablePermitLease = defineScript<
+  ExpirableKeys,
+  [permitId: string, leaseMs: number, publish: PublishCommand],
+  0 | 1
+>('expirable-semaphore/update-lease.lua');
+
+/** Returns 1 when the count was set, 0 when one was set already. */
+export const trySetLatchCount = defineScript<
+  [count: string, channel: string, requestLatch: string],
+  [count: number, latchMs: number, publish: PublishCommand, message: string],
+  0 | 1
+>('latch/try-set.lua');
+
+/** Returns the count left (0: open). */
+export const countDownLatch = defineScript<
+  [count: string, channel: string, requestLatch: string],
+  [latchMs: number, publish: PublishCommand, message: string],
+  number
+>('latch/count-down.lua');
+
+/** Returns 1 when a latch existed and is gone, else 0. */
+export const deleteLatch = defineScript<
+  [count: string, channel: string, requestLatch: string],
+  [latchMs: number, publish: PublishCommand, message: string],
+  0 | 1
+>('latch/delete.lua');

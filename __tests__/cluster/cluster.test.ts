@@ -47,6 +47,30 @@ describe('on a Redis Cluster', () => {
     },
   );
 
+  test.each(['orders:1', '{tenant-7}:orders', 'a{b', 'a}b', '}{'])(
+    'every key of semaphore and latch %j lives in one slot, and waiters wake there',
+    async (name) => {
+      const client = redis.client();
+      const semaphore = client.getPermitExpirableSemaphore(name);
+      await semaphore.trySetPermits(1);
+      const id = await semaphore.acquire({ leaseTime: 10_000 });
+      const waiting = redis.client().getPermitExpirableSemaphore(name).tryAcquire({ waitTime: 5_000 });
+      await sleep(200);
+      await semaphore.release(id);
+      expect(await waiting).toMatch(/^[0-9a-f]{32}$/);
+      expect([...(await keysBySlot()).keys()]).toEqual([hashSlot(name)]);
+      // A latch is another object: it needs the name to itself.
+      await redis.everyMaster((node) => node.flushall());
+      const latch = client.getCountDownLatch(name);
+      await latch.trySetCount(1);
+      const opened = redis.client().getCountDownLatch(name).await({ waitTime: 5_000 });
+      await sleep(200);
+      await latch.countDown();
+      expect(await opened).toBe(true);
+      expect([...(await keysBySlot()).keys()]).toEqual([hashSlot(name)]);
+    },
+  );
+
   /** PUBSUB counters of one node: [classic subscribers, shard subscribers] of a channel. */
   async function subscribers(node: Redis, channel: string): Promise<[number, number]> {
     const classic = (await node.call('PUBSUB', 'NUMSUB', channel)) as [string, number];

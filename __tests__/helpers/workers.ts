@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 
-const WORKER = resolve(__dirname, '..', 'workers', 'lock-worker.ts');
+const workerFile = (name: string): string => resolve(__dirname, '..', 'workers', `${name}.ts`);
 
 export interface Worker {
   child: ChildProcess;
@@ -11,9 +11,16 @@ export interface Worker {
   nextMessage(): Promise<string>;
 }
 
-/** Starts a lock worker process (TypeScript run through tsx); see workers/lock-worker.ts. */
-export function startWorker(args: string[], env: Record<string, string> = {}): Worker {
-  const child = fork(WORKER, args, {
+/**
+ * Starts a worker process (TypeScript run through tsx): workers/lock-worker.ts, or another file of
+ * workers/ by name.
+ */
+export function startWorker(
+  args: string[],
+  env: Record<string, string> = {},
+  worker = 'lock-worker',
+): Worker {
+  const child = fork(workerFile(worker), args, {
     execArgv: ['--import', 'tsx'],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -1,4 +1,4 @@
-import { isHoldMark, prefixName } from '../keys';
+import { isHoldMark, prefixName, REQUEST_LATCH_KEY_START } from '../keys';
 import type { Connection } from './connect';
 import { isCluster } from './state';
 
@@ -50,7 +50,13 @@ function kindRank(kind: string): number {
 }
 
 /** Keys rlock writes beside the lock's, never listed as names of their own. */
-const SIDE_KEYS = ['rlock_hold_latch:', 'rlock_client:', 'rlock_fair_deadlines:', 'rlock_fair_handoff:'];
+const SIDE_KEYS = [
+  'rlock_hold_latch:',
+  REQUEST_LATCH_KEY_START,
+  'rlock_client:',
+  'rlock_fair_deadlines:',
+  'rlock_fair_handoff:',
+];
 
 /** Every stored key under the prefix, from every master, in one SCAN walk each. */
 async function scanAll(redis: Connection, keyPrefix: string): Promise<string[]> {

@@ -1,11 +1,14 @@
 import type { Cluster } from 'ioredis';
 import {
   clientEntryKey,
+  countDownLatchKeys,
+  expirableSemaphoreKeys,
   fairLockKeys,
   fencingTokenKey,
   homeSlot,
   isHoldMark,
   lockKeys,
+  NEVER_EXPIRES,
   prefixName,
 } from '../keys';
 import type { Connection } from './connect';
@@ -72,29 +75,22 @@ export interface NameState {
   listeners: Record<string, number>;
 }
 
-/** Redisson's suffixName: `{name}:suffix`, or `name:suffix` when the name has a brace. */
-function suffixName(name: string, suffix: string): string {
-  return name.includes('{') ? `${name}:${suffix}` : `{${name}}:${suffix}`;
-}
-
-/** Redisson's "no lease" score for an expirable permit. */
-const NEVER_EXPIRES = 922337203685477;
-
 /** The keys and channels of one name, as the library and Redisson name them. */
 export function keysOf(name: string, keyPrefix: string, cluster: boolean) {
   const slot = homeSlot(name, keyPrefix, cluster);
   const fair = fairLockKeys(name, slot);
+  const expirable = expirableSemaphoreKeys(name, slot);
   return {
     lock: lockKeys(name, slot).lock,
     fair,
     token: fencingTokenKey(name, slot),
-    permitTimeouts: suffixName(name, 'timeout'),
+    permitTimeouts: expirable.timeouts,
     channels: {
       lock: lockKeys(name, slot).channel,
       fair: fair.handoffChannel,
       readWrite: prefixName('redisson_rwlock', name, slot),
-      semaphore: prefixName('redisson_sc', name, slot),
-      latch: `redisson_countdownlatch__channel__{${name}}`,
+      semaphore: expirable.channel,
+      latch: countDownLatchKeys(name, slot).channel,
     },
   };
 }

@@ -1,0 +1,19 @@
+--[[
+  Add permits to a permit-expirable semaphore (addPermits), announced as Redisson does: the number
+  added, when positive.
+  KEYS[1]  the semaphore: a string integer, the available permits
+  KEYS[2]  channel redisson_sc:{name}
+  KEYS[3]  the request's latch (see include/requests.lua)
+  ARGV[1]  how many permits to add (negative: take away)
+  ARGV[2]  how long the latch lives, in ms
+  ARGV[3]  'publish', or 'spublish' when notifications are sharded
+  Returns  the available permits after the addition (a re-sent copy: the same answer again)
+]]
+--@include include/requests.lua
+
+local earlier = earlier_answer(KEYS[3])
+if earlier then return tonumber(earlier) end
+local value = redis.call('incrby', KEYS[1], ARGV[1])
+if tonumber(ARGV[1]) > 0 then redis.call(ARGV[3], KEYS[2], ARGV[1]) end
+remember(KEYS[3], value, tonumber(ARGV[2]))
+return value

@@ -1,0 +1,90 @@
+import {
+  countDownLatchKeys,
+  LATCH_NEW_COUNT_MESSAGE,
+  LATCH_ZERO_MESSAGE,
+  type CountDownLatchKeys,
+} from '../keys';
+import type { LockContext } from '../locks/context';
+import { countDownLatch, deleteLatch, trySetLatchCount } from '../scripts';
+import { acquireOrWait } from '../wait';
+import { checkCount } from '../validate';
+import { Synchronizer, wakeEveryone } from './base';
+import { MAX_PERMITS, parseWaitOptions } from './permits';
+import type { PermitWaitOptions, RCountDownLatch } from './types';
+
+/**
+ * Redisson's RCountDownLatch: the count at the name, deleted at zero with Redisson's "zero"
+ * message on redisson_countdownlatch__channel__{name}. Waiting reads the count; nothing is taken,
+ * so a wait leaves nothing to give back.
+ */
+export class CountDownLatch extends Synchronizer implements RCountDownLatch {
+  private readonly keys: CountDownLatchKeys;
+
+  constructor(context: LockContext, name: unknown) {
+    super(context, name);
+    this.keys = countDownLatchKeys(this.name, this.slot);
+  }
+
+  async trySetCount(count: number): Promise<boolean> {
+    checkCount('count', count, 'counts', { min: 1, max: MAX_PERMITS });
+    const publish = await this.publishCommand();
+    const keys = this.requestKeys();
+    const set = await this.callUntilAnswered('trySetCount', () =>
+      trySetLatchCount(this.context.redis, keys, [count, this.latchMs, publish, LATCH_NEW_COUNT_MESSAGE]),
+    );
+    return set === 1;
+  }
+
+  async countDown(): Promise<void> {
+    const publish = await this.publishCommand();
+    const keys = this.requestKeys();
+    await this.callUntilAnswered('countDown', () =>
+      countDownLatch(this.context.redis, keys, [this.latchMs, publish, LATCH_ZERO_MESSAGE]),
+    );
+  }
+
+  async getCount(): Promise<number> {
+    return this.readCount();
+  }
+
+  async delete(): Promise<boolean> {
+    const publish = await this.publishCommand();
+    const keys = this.requestKeys();
+    const deleted = await this.callUntilAnswered('delete', () =>
+      deleteLatch(this.context.redis, keys, [this.latchMs, publish, LATCH_NEW_COUNT_MESSAGE]),
+    );
+    return deleted === 1;
+  }
+
+  async await(options?: PermitWaitOptions): Promise<boolean> {
+    const { waitTime = -1, signal } = parseWaitOptions(options);
+    this.context.closing.throwIfAborted();
+    const opened = await acquireOrWait({
+      // Open (no count) is the "grant"; otherwise sleep until a message (or maxSleep).
+      attempt: async (_kind, limits) => ((await this.readCount(limits)) <= 0 ? null : -1),
+      undoGrant: () => Promise.resolve(),
+      openWakeSource: (limits) => this.listen(this.keys.channel, wakeEveryone, limits),
+      wakeSourceFirst: false,
+      waitTime,
+      commandTimeout: this.context.calls.commandTimeout,
+      signal,
+      closing: this.context.closing,
+      maxSleep: this.context.watchdogTimeout,
+      onRetry: (error, retryInMs) =>
+        this.context.reportRedisError({ name: this.name, operation: 'await', error, retryInMs }),
+    });
+    return opened !== false;
+  }
+
+  private async readCount(limits?: { budget: number; signal?: AbortSignal }): Promise<number> {
+    const value = await this.call('getCount', () => this.context.redis.get(this.keys.count), {
+      ...limits,
+      endsWithClose: limits !== undefined,
+    });
+    return value === null || value === undefined ? 0 : Math.max(0, Number(value));
+  }
+
+  private requestKeys(): [string, string, string] {
+    return [this.keys.count, this.keys.channel, this.newRequestLatch()];
+  }
+}

@@ -1,0 +1,161 @@
+import { randomBytes } from 'node:crypto';
+import { PermitNotHeldError } from '../errors';
+import { expirableSemaphoreKeys, requestLatchKey, type ExpirableSemaphoreKeys } from '../keys';
+import type { LockContext } from '../locks/context';
+import {
+  acquireExpirablePermit,
+  addExpirablePermits,
+  availableExpirablePermits,
+  releaseExpirablePermit,
+  trySetSemaphorePermits,
+  updateExpirablePermitLease,
+  withdrawExpirablePermit,
+} from '../scripts';
+import { checkCount, checkLeaseTime, rangeError, typeError } from '../validate';
+import { Synchronizer, wakeForPermits } from './base';
+import { waitForPermits } from './permit-wait';
+import { checkPermits, MAX_PERMITS, parseWaitOptions } from './permits';
+import type { PermitWaitOptions, RPermitExpirableSemaphore } from './types';
+
+/** Redisson's permit ids: 16 random bytes, shown as 32 hex characters. */
+function newPermitId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+function checkPermitId(value: unknown): string {
+  if (typeof value !== 'string')
+    throw typeError(`permitId must be a string of 32 hex characters; got ${typeof value}`);
+  if (!/^[0-9a-fA-F]{32}$/.test(value)) {
+    throw rangeError(
+      `permitId must be 32 hex characters (a permit id acquire() returned); got "${value.slice(0, 40)}"`,
+    );
+  }
+  return value.toLowerCase();
+}
+
+/**
+ * Redisson's RPermitExpirableSemaphore: the available count at the name, the permits out in
+ * {name}:timeout scored by the epoch ms they expire at. Expired permits go back whenever anyone
+ * acquires or counts, and a waiter sleeps no longer than until the first permit out expires.
+ */
+export class PermitExpirableSemaphore extends Synchronizer implements RPermitExpirableSemaphore {
+  private readonly keys: ExpirableSemaphoreKeys;
+
+  constructor(context: LockContext, name: unknown) {
+    super(context, name);
+    this.keys = expirableSemaphoreKeys(this.name, this.slot);
+  }
+
+  async trySetPermits(permits: number): Promise<boolean> {
+    checkPermits(permits);
+    const publish = await this.publishCommand();
+    const keys: [string, string, string] = [this.keys.permits, this.keys.channel, this.newRequestLatch()];
+    const set = await this.callUntilAnswered('trySetPermits', () =>
+      trySetSemaphorePermits(this.context.redis, keys, [permits, this.latchMs, publish]),
+    );
+    return set === 1;
+  }
+
+  async addPermits(permits: number): Promise<void> {
+    checkCount('permits', permits, 'permits', { min: -MAX_PERMITS, max: MAX_PERMITS });
+    const publish = await this.publishCommand();
+    const keys: [string, string, string] = [this.keys.permits, this.keys.channel, this.newRequestLatch()];
+    await this.callUntilAnswered('addPermits', () =>
+      addExpirablePermits(this.context.redis, keys, [permits, this.latchMs, publish]),
+    );
+  }
+
+  async availablePermits(): Promise<number> {
+    const publish = await this.publishCommand();
+    return this.call('availablePermits', () =>
+      availableExpirablePermits(this.context.redis, this.expirableKeys(), [publish]),
+    );
+  }
+
+  async acquire(options?: { leaseTime?: number; signal?: AbortSignal }): Promise<string> {
+    const { given, signal } = parseWaitOptions(options, ['leaseTime']);
+    if (given.waitTime !== undefined)
+      throw typeError('acquire() waits until it gets a permit: use tryAcquire({ waitTime })');
+    const id = await this.take(-1, this.leaseOf(given), signal);
+    if (id === false) throw new Error('unreachable: a wait without end gave up');
+    return id;
+  }
+
+  async tryAcquire(options?: PermitWaitOptions & { leaseTime?: number }): Promise<string | null> {
+    const { waitTime, signal, given } = parseWaitOptions(options, ['leaseTime']);
+    const id = await this.take(waitTime ?? 0, this.leaseOf(given), signal);
+    return id === false ? null : id;
+  }
+
+  async release(permitId: string): Promise<void> {
+    if (!(await this.tryRelease(permitId))) throw new PermitNotHeldError(this.name, permitId);
+  }
+
+  async tryRelease(permitId: string): Promise<boolean> {
+    const id = checkPermitId(permitId);
+    const publish = await this.publishCommand();
+    const keys: [string, string, string, string] = [
+      this.keys.permits,
+      this.keys.channel,
+      this.keys.timeouts,
+      this.newRequestLatch(),
+    ];
+    const released = await this.callUntilAnswered('release', () =>
+      releaseExpirablePermit(this.context.redis, keys, [id, this.latchMs, publish]),
+    );
+    return released === 1;
+  }
+
+  async updateLeaseTime(permitId: string, leaseTime: number): Promise<boolean> {
+    const id = checkPermitId(permitId);
+    const lease = checkLeaseTime(leaseTime);
+    const publish = await this.publishCommand();
+    const updated = await this.call('updateLeaseTime', () =>
+      updateExpirablePermitLease(this.context.redis, this.expirableKeys(), [id, lease, publish]),
+    );
+    return updated === 1;
+  }
+
+  private leaseOf(given: Record<string, unknown>): number {
+    return given.leaseTime === undefined ? -1 : checkLeaseTime(given.leaseTime);
+  }
+
+  private expirableKeys(): [string, string, string] {
+    return [this.keys.permits, this.keys.timeouts, this.keys.channel];
+  }
+
+  /** The permit id taken, or false when waitTime passed first. */
+  private async take(waitTime: number, leaseMs: number, signal?: AbortSignal): Promise<string | false> {
+    this.context.closing.throwIfAborted();
+    signal?.throwIfAborted();
+    const { redis } = this.context;
+    // The permit id names the request: a re-sent acquire finds its permit; a withdrawal is kept
+    // under the id's latch, so that a copy running later takes nothing.
+    const latchOf = (id: string): string => requestLatchKey(this.name, id, this.slot);
+    return waitForPermits<string>(
+      this.context,
+      {
+        attempt: async (id) => {
+          const publish = await this.publishCommand();
+          const ttl = await acquireExpirablePermit(
+            redis,
+            [...this.expirableKeys(), latchOf(id)],
+            [id, leaseMs, publish],
+          );
+          // Not available: look again at a release, or when the first permit out expires.
+          return ttl === null ? { grant: id } : { retryIn: ttl === -3 ? -1 : ttl };
+        },
+        withdraw: async (id) =>
+          withdrawExpirablePermit(
+            redis,
+            [this.keys.permits, this.keys.channel, this.keys.timeouts, latchOf(id)],
+            [id, this.latchMs, await this.publishCommand()],
+          ),
+        newRequest: newPermitId,
+        openWakeSource: (limits) => this.listen(this.keys.channel, wakeForPermits, limits),
+        sendUntilAnswered: (operation, send) => this.sendUntilAnswered(operation, send),
+      },
+      { name: this.name, waitTime, signal },
+    );
+  }
+}

@@ -1,0 +1,65 @@
+import { LockTimeoutError } from '../errors';
+import type { LockContext } from '../locks/context';
+import { Frame } from '../owner';
+import { onAbort } from '../abort';
+import { checkCount, checkKnownKeys, checkOptionsObject, checkSignal, checkWaitTime } from '../validate';
+import type { PermitsHeld, PermitWaitOptions } from './types';
+
+/** Redisson counts permits in a Java int. */
+export const MAX_PERMITS = 2 ** 31 - 1;
+
+export const checkPermits = (value: unknown, min = 0): number =>
+  checkCount('permits', value, 'permits', { min, max: MAX_PERMITS });
+
+/** An options object with waitTime and signal (and `extra` names), checked. */
+export function parseWaitOptions(
+  value: unknown,
+  extra: readonly string[] = [],
+): { waitTime?: number; signal?: AbortSignal; given: Record<string, unknown> } {
+  const given = checkOptionsObject('options', value);
+  checkKnownKeys('options', given, ['waitTime', 'signal', ...extra]);
+  return {
+    waitTime: given.waitTime === undefined ? undefined : checkWaitTime(given.waitTime),
+    signal: checkSignal(given.signal),
+    given,
+  };
+}
+
+/**
+ * Runs fn between an acquisition and its release, whatever fn does: the release runs when fn
+ * throws too (fn's error wins over a failed release). The held signal aborts with the caller's
+ * signal and when the client closes; close() gives running bodies its timeout to finish.
+ */
+export async function runHolding<T, G>(
+  context: LockContext,
+  name: string,
+  options: PermitWaitOptions | undefined,
+  take: (waitTime: number, signal?: AbortSignal) => Promise<G | false>,
+  give: (grant: G) => Promise<unknown>,
+  fn: (held: PermitsHeld) => Promise<T> | T,
+): Promise<T> {
+  if (typeof fn !== 'function') {
+    throw Object.assign(new TypeError('fn must be a function'), { code: 'ERR_INVALID_ARG_TYPE' });
+  }
+  const { waitTime = -1, signal } = parseWaitOptions(options);
+  const grant = await take(waitTime, signal);
+  if (grant === false) throw new LockTimeoutError(name, waitTime);
+  const held = new AbortController();
+  const stops = [signal, context.closing].map(
+    (source) => source && onAbort(source, () => held.abort(source.reason)),
+  );
+  if (signal?.aborted) held.abort(signal.reason);
+  const done = context.trackBody(new Frame());
+  let result: T;
+  try {
+    result = await fn({ signal: held.signal });
+  } catch (error) {
+    await give(grant).catch(() => undefined);
+    throw error;
+  } finally {
+    for (const stop of stops) stop?.();
+    done();
+  }
+  await give(grant);
+  return result;
+}
