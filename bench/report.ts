@@ -304,5 +304,8 @@ npm run bench -- --check   # the targets only; exits 1 when one is missed (add -
 
 It starts its own \`redis-server\` (≥ 6.2 on PATH) on a free port, writes
 \`bench/results/<timestamp>.json\`, and regenerates this page and its charts.
+
+Where the time of one lock + unlock goes, call by call (client CPU, Redis CPU, round trip), and why
+the targets that are missed are missed: [hot-path.md](hot-path.md) (\`npm run bench:steps\`).
 `;
 }
