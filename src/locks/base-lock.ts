@@ -25,6 +25,20 @@ const ADOPTED = Symbol('adopted');
 /** A lock kind's constructor, as every kind has it. */
 type LockKind = new (context: LockContext, name: string) => BaseLock;
 
+/**
+ * Who a handle acts for outside any task: its own owner number and frame by default; the halves of
+ * a read-write lock share their parent's, so that the parent owns both (a top-level downgrade).
+ */
+export interface HandleOwner {
+  readonly number: number;
+  readonly frame: Frame;
+}
+
+/** A new owner for a handle, or for the handles that share it. */
+export function newHandleOwner(): HandleOwner {
+  return { number: nextOwnerNumber(), frame: new Frame() };
+}
+
 /** Makes new handles of one lock; a function of its own, so that it keeps no handle alive. */
 function reopener(Kind: LockKind, name: string): Reopen {
   return (context) => new Kind(context, name);
@@ -63,17 +77,20 @@ export abstract class BaseLock implements RLock {
    */
   protected readonly slot: number | undefined;
   /** The owner number used outside any task: the handle itself owns the lock. */
-  private readonly handleOwner = nextOwnerNumber();
+  private readonly handleOwner: number;
   /** The frame of the handle's own calls outside any task. */
-  private readonly handleFrame = new Frame();
+  private readonly handleFrame: Frame;
   /** Makes a new handle of this lock, for close() to release what this one took. */
   private readonly reopen: Reopen;
 
   constructor(
     protected readonly context: LockContext,
     name: unknown,
+    owner: HandleOwner = newHandleOwner(),
   ) {
     this.name = checkLockName(name);
+    this.handleOwner = owner.number;
+    this.handleFrame = owner.frame;
     this.hashKey = this.name;
     this.slot = homeSlot(this.name, context.keyPrefix, context.cluster);
     this.reopen = reopener(new.target as LockKind, this.name);
@@ -401,6 +418,19 @@ export abstract class BaseLock implements RLock {
     return currentTask()?.frame ?? this.handleFrame;
   }
 
+  /**
+   * The owner whose branches this lock's gate keeps apart (see OwnerGates): the owner id itself,
+   * except where two lock kinds share one owner in Redis (a read-write lock's halves).
+   */
+  protected gateOwner(owner: string): string {
+    return owner;
+  }
+
+  /** A read lock's timeout prefix for `owner`, which its watchdog renewals include; none otherwise. */
+  protected readTimeoutsOf(_owner: string): string | undefined {
+    return undefined;
+  }
+
   /** The fencing token an acquiring attempt was given, for lock kinds that issue them. */
   protected tokenOf(_latch: string): number | undefined {
     return undefined;
@@ -441,7 +471,7 @@ export abstract class BaseLock implements RLock {
     this.noticeOverdueLease(owner);
     const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
     const startedAt = performance.now();
-    const entry = await context.gates.enter(this.name, owner, frame, how.body ?? frame, {
+    const entry = await context.gates.enter(this.name, this.gateOwner(owner), frame, how.body ?? frame, {
       deadline: waitTime < 0 ? Infinity : startedAt + waitTime,
       signal,
       closing: context.closing,
@@ -529,7 +559,15 @@ export abstract class BaseLock implements RLock {
     // serves its release, and marks it once confirmed.
     const { latch, sentAt } = (!handoff && granted) || { latch: this.newLatch(), sentAt: performance.now() };
     const token = this.tokenOf(latch);
-    const hold: Hold = { latch, marked: !handoff, leaseTime, entry, reopen: this.reopen, body: how.body };
+    const hold: Hold = {
+      latch,
+      marked: !handoff,
+      leaseTime,
+      entry,
+      reopen: this.reopen,
+      body: how.body,
+      readTimeouts: this.readTimeoutsOf(owner),
+    };
     // The lock is the caller's now: confirming a hand-off runs in the background, ahead of any
     // later command on the connection, and a failed confirmation is a lost lock.
     if (handoff) void this.confirm(owner, leaseMs, hold);

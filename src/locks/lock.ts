@@ -1,7 +1,7 @@
 import { lockKeys, UNLOCK_MESSAGE, type LockKeys } from '../keys';
 import { acquireLock, forceReleaseLock, releaseLock, withdrawLock } from '../scripts';
 import type { StepLimits, WakeSource } from '../wait';
-import { BaseLock } from './base-lock';
+import { BaseLock, type HandleOwner } from './base-lock';
 import type { LockContext } from './context';
 
 /** The reentrant, non-fair lock: Redisson's RLock protocol and key layout. */
@@ -9,8 +9,8 @@ export class ReentrantLock extends BaseLock {
   private readonly keys: LockKeys;
   protected readonly wakeSourceFirst = false;
 
-  constructor(context: LockContext, name: unknown) {
-    super(context, name);
+  constructor(context: LockContext, name: unknown, owner?: HandleOwner) {
+    super(context, name, owner);
     this.keys = lockKeys(this.name, this.slot);
   }
 
