@@ -481,3 +481,88 @@ describe('read-write lock: Redisson interop', () => {
     expect(await redis.admin().exists('zombie')).toBe(0);
   });
 });
+
+describe('read-write lock: writerPreference', () => {
+  const redis = useRedis();
+
+  test('without it (Redisson): new readers join readers even while a writer waits', async () => {
+    const client = redis.client();
+    await client.getReadWriteLock('readers-first').readLock().lock();
+    const writer = client.getReadWriteLock('readers-first').writeLock().tryLock(1_000);
+    await sleep(100);
+    expect(await client.getReadWriteLock('readers-first').readLock().tryLock()).toBe(true);
+    expect(await writer).toBe(false);
+  });
+
+  test('with it: new readers queue behind a waiting writer, which gets the lock when the readers in go', async () => {
+    const client = redis.client();
+    const first = client.getReadWriteLock('writers-first');
+    await first.readLock().lock();
+    const order: string[] = [];
+    const writer = client.getReadWriteLock('writers-first', { writerPreference: true }).writeLock();
+    const writing = writer.tryLock(10_000).then(async (taken) => {
+      order.push('writer');
+      await sleep(100);
+      await writer.unlock();
+      return taken;
+    });
+    await sleep(150);
+    // A plain handle agrees: the preference is the name's, kept in Redis.
+    const late = client.getReadWriteLock('writers-first').readLock();
+    expect(await late.tryLock()).toBe(false);
+    const reading = late.tryLock(10_000).then((taken) => {
+      order.push('reader');
+      return taken;
+    });
+    // A reader already in re-enters (else it would wait for a writer that waits for it).
+    expect(await first.readLock().tryLock()).toBe(true);
+    await first.readLock().unlock();
+    await sleep(150);
+    await first.readLock().unlock();
+    expect(await writing).toBe(true);
+    expect(await reading).toBe(true);
+    expect(order).toEqual(['writer', 'reader']);
+    expect(await redis.admin().exists('rlock_rwlock_writer_preference:{writers-first}')).toBe(1);
+  });
+
+  test('a writer that gives up wakes the readers queued behind it at once', async () => {
+    const client = redis.client();
+    await client.getReadWriteLock('gives-up').readLock().lock();
+    const writer = client.getReadWriteLock('gives-up', { writerPreference: true }).writeLock();
+    const writing = writer.tryLock(800);
+    await sleep(100);
+    const reading = timed(client.getReadWriteLock('gives-up').readLock().tryLock(20_000));
+    expect(await writing).toBe(false);
+    const { value, ms } = await reading;
+    expect(value).toBe(true);
+    expect(ms).toBeLessThan(2_500);
+    expect(await redis.admin().zcard('rlock_rwlock_writers:{gives-up}')).toBe(0);
+  });
+
+  test('a crashed waiting writer stops blocking readers within one lease', async () => {
+    const client = redis.client({ watchdogTimeout: 1_500 });
+    await redis.admin().set('rlock_rwlock_writer_preference:{crashed-writer}', '1');
+    await client.getReadWriteLock('crashed-writer').readLock().lock();
+    // What a writer process killed while waiting leaves: its place, until it lapses.
+    const [seconds, micros] = (await redis.admin().time()) as [string, string];
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    await redis.admin().zadd('rlock_rwlock_writers:{crashed-writer}', now + 1_500, 'dead:1:write');
+    const reader = client.getReadWriteLock('crashed-writer').readLock();
+    expect(await reader.tryLock()).toBe(false);
+    const { value, ms } = await timed(reader.tryLock(10_000));
+    expect(value).toBe(true);
+    expect(ms).toBeLessThan(3_000);
+  });
+
+  test('a waiting writer keeps its place for as long as it waits, beyond one lease', async () => {
+    const client = redis.client({ watchdogTimeout: 900 });
+    const rw = client.getReadWriteLock('long-wait', { writerPreference: true });
+    const reader = client.getReadWriteLock('long-wait').readLock();
+    await reader.lock();
+    const writing = rw.writeLock().tryLock(10_000);
+    await sleep(2_000);
+    expect(await client.getReadWriteLock('long-wait').readLock().tryLock()).toBe(false);
+    await reader.unlock();
+    expect(await writing).toBe(true);
+  });
+});
