@@ -24,6 +24,9 @@ const PORTABLE = [
   'fenced-lock',
   'processes',
   'fair-processes',
+  'read-write-lock',
+  'read-write-processes',
+  'spin-lock',
 ].map((file) => `<rootDir>/__tests__/${file}.test.ts`);
 
 const config: Config = {
