@@ -208,6 +208,36 @@ describe('rlock command on a server', () => {
     expect(nothing.stderr).toMatch(/nothing to unlock/);
   });
 
+  test("inspect shows a read-write lock's mode, readers and writer; force-unlock wakes its waiters", async () => {
+    const client = redis.client({ clientId: 'rw-cli' });
+    const rw = client.getReadWriteLock('rw-stuck');
+    await rw.writeLock().lock();
+    await rw.readLock().lock();
+    const state = JSON.parse((await rlock(['inspect', 'rw-stuck', '--redis', url(), '--json'])).stdout);
+    expect(state).toEqual(expect.objectContaining({ kinds: ['read-write lock'], mode: 'write' }));
+    expect(
+      state.holders
+        .map((holder: { write?: boolean; holds: number }) => [holder.write === true, holder.holds])
+        .sort(),
+    ).toEqual([
+      [false, 1],
+      [true, 1],
+    ]);
+    const waiter = startWorker([String(redis.port()), 'wait', 'rw-stuck', '1'], { LOCK_KIND: 'read' });
+    try {
+      expect(await waiter.firstMessage).toBe('started');
+      await sleep(200);
+      const startedAt = performance.now();
+      const done = await rlock(['force-unlock', 'rw-stuck', '--redis', url(), '--yes']);
+      expect(done.status).toBe(0);
+      // Woken on redisson_rwlock:{rw-stuck}, not by the holder's 30 s lease running out.
+      await eventually('the reader took it', async () => (await redis.admin().llen('rw-stuck:order')) === 1);
+      expect(performance.now() - startedAt).toBeLessThan(5_000);
+    } finally {
+      waiter.child.kill('SIGKILL');
+    }
+  });
+
   test('force-unlock of a fair lock hands it to the next in line', async () => {
     const holder = redis.client();
     await holder.getFairLock('fair-stuck').lock();
