@@ -237,6 +237,51 @@ describe('read-write lock', () => {
     expect(await lockKeysLeft(redis.admin())).toEqual([]);
   });
 
+  test("a MultiLock of read locks with a lease shortens only its own read holds, never another reader's", async () => {
+    const client = redis.client();
+    const other = client.getReadWriteLock('multi-a');
+    await other.readLock().lock();
+    const group = client.getMultiLock(
+      client.getReadWriteLock('multi-a').readLock(),
+      client.getReadWriteLock('multi-b').readLock(),
+    );
+    expect(await group.tryLock(1_000, 800)).toBe(true);
+    expect(await redis.admin().pttl('multi-b')).toBeLessThanOrEqual(800);
+    expect(await redis.admin().pttl('multi-a')).toBeGreaterThan(20_000);
+    await sleep(1_000);
+    expect(await redis.admin().exists('multi-b')).toBe(0);
+    expect(await other.readLock().getHoldCount()).toBe(1);
+    await other.readLock().unlock();
+    expect(await redis.admin().exists('multi-a')).toBe(0);
+  });
+
+  test('an ioredis keyPrefix applies to the hash, the timeout keys and the channel, waking included', async () => {
+    const client = redis.client({}, redis.connect({ keyPrefix: 'app:' }));
+    const rw = client.getReadWriteLock('prefixed');
+    await rw.writeLock().lock();
+    await rw.readLock().lock();
+    const reader = Object.keys(await rwState(redis.admin(), 'app:prefixed')).find(
+      (field) => field !== 'mode' && !field.endsWith(':write'),
+    );
+    // On a cluster the prefix moves the hash to another slot, and the other keys follow it there.
+    if (deployment === 'standalone') {
+      expect(await redis.admin().exists(`app:{prefixed}:${reader}:rwlock_timeout:1`)).toBe(1);
+    }
+    const waiting = timed(
+      redis
+        .client({}, redis.connect({ keyPrefix: 'app:' }))
+        .getReadWriteLock('prefixed')
+        .writeLock()
+        .tryLock(20_000),
+    );
+    await sleep(200);
+    await rw.writeLock().unlock();
+    await rw.readLock().unlock();
+    const { value, ms } = await waiting;
+    expect(value).toBe(true);
+    expect(ms).toBeLessThan(3_000);
+  });
+
   test('inside a task the task owns both halves; two tasks are two owners', async () => {
     const client = redis.client();
     const rw = client.getReadWriteLock('tasks');

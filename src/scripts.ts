@@ -241,3 +241,10 @@ export const leaveWriterQueue = defineScript<
   [writeField: string, publish: PublishCommand],
   0 | 1
 >('rwlock/leave.lua');
+
+/** Sets the lease of an owner's read holds; returns 1 when set, 0 when it holds none. */
+export const setReadLease = defineScript<
+  [lock: string, timeoutPrefix: string, timeoutBase: string],
+  [leaseMs: number, ownerId: string],
+  0 | 1
+>('rwlock/set-read-lease.lua');

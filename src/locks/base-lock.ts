@@ -376,9 +376,7 @@ export abstract class BaseLock implements RLock {
   async shortenLease(leaseTime: number): Promise<void> {
     const owner = this.currentOwner();
     const sentAt = performance.now();
-    const [kept] = await this.call('renew', () =>
-      renewLocks(this.context.redis, [this.hashKey], [leaseTime, owner]),
-    );
+    const kept = await this.call('renew', () => this.setLease(owner, leaseTime));
     const entry = this.context.book.get(this.name, owner);
     if (entry && kept === 1) this.context.book.setNewestLease(entry, leaseTime, sentAt + leaseTime);
   }
@@ -416,6 +414,12 @@ export abstract class BaseLock implements RLock {
   /** The frame the current caller runs in: its task's (or withLock body's), or the handle's. */
   currentFrame(): Frame {
     return currentTask()?.frame ?? this.handleFrame;
+  }
+
+  /** Sets the lease of `owner`'s holds to leaseTime from now: 1 when done, 0 when it holds none. */
+  protected async setLease(owner: string, leaseTime: number): Promise<number> {
+    const [kept] = await renewLocks(this.context.redis, [this.hashKey], [leaseTime, owner]);
+    return kept ?? 0;
   }
 
   /**

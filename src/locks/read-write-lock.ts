@@ -6,6 +6,7 @@ import {
   leaveWriterQueue,
   releaseReadLock,
   releaseWriteLock,
+  setReadLease,
   withdrawReadLock,
   withdrawWriteLock,
   type PublishCommand,
@@ -124,6 +125,16 @@ class ReadLock extends ReadWriteHalf {
       this.context.redis,
       [lock, channel, latch, readTimeoutPrefix(this.keys, owner), timeoutBase, writers],
       [owner, latchMs, await this.context.publishCommand()],
+    );
+  }
+
+  /** A group lock's lease for this owner's read holds: other readers keep theirs. */
+  protected override setLease(owner: string, leaseTime: number): Promise<number> {
+    const { lock, timeoutBase } = this.keys;
+    return setReadLease(
+      this.context.redis,
+      [lock, readTimeoutPrefix(this.keys, owner), timeoutBase],
+      [leaseTime, owner],
     );
   }
 
