@@ -238,6 +238,31 @@ describe('rlock command on a server', () => {
     }
   });
 
+  test('inspect shows a writer-preferring read-write lock and the writers waiting on it', async () => {
+    const client = redis.client();
+    await client.getReadWriteLock('rw-pref').readLock().lock();
+    const writer = client.getReadWriteLock('rw-pref', { writerPreference: true }).writeLock();
+    const waiting = writer.tryLock(10_000);
+    await eventually(
+      'the writer waits',
+      async () => (await redis.admin().zcard('rlock_rwlock_writers:{rw-pref}')) === 1,
+    );
+    const state = JSON.parse((await rlock(['inspect', 'rw-pref', '--redis', url(), '--json'])).stdout);
+    expect(state).toEqual(expect.objectContaining({ mode: 'read', writerPreference: true }));
+    expect(state.waitingWriters).toEqual([
+      expect.objectContaining({
+        ownerId: expect.stringMatching(/:write$/),
+        placeExpiresInMs: expect.any(Number),
+      }),
+    ]);
+    expect(state.waitingWriters[0].client).toEqual(expect.objectContaining({ pid: process.pid }));
+    const text = (await rlock(['inspect', 'rw-pref', '--redis', url()])).stdout;
+    expect(text).toMatch(/preference +writers/);
+    expect(text).toMatch(/writers +\S+:write +waiting, place kept for/);
+    await client.getReadWriteLock('rw-pref').readLock().forceUnlock();
+    expect(await waiting).toBe(true);
+  });
+
   test('force-unlock of a fair lock hands it to the next in line', async () => {
     const holder = redis.client();
     await holder.getFairLock('fair-stuck').lock();
