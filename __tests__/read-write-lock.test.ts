@@ -12,9 +12,9 @@ async function rwState(redis: { hgetall(key: string): Promise<Record<string, str
   return Object.fromEntries(Object.entries(hash).filter(([field]) => !isHoldMark(field)));
 }
 
-/** Keys of locks left in Redis (not the client registry, nor the latches of released holds). */
-async function lockKeysLeft(redis: { keys(pattern: string): Promise<string[]> }): Promise<string[]> {
-  const keys = await redis.keys('*');
+/** Keys of locks left in Redis, on every master (not the client registry, nor released holds' latches). */
+async function lockKeysLeft(redis: ReturnType<typeof useRedis>): Promise<string[]> {
+  const keys = (await redis.everyMaster((node) => node.keys('*'))).flat();
   return keys.filter((key) => !key.startsWith('rlock_client:') && !key.startsWith('rlock_hold_latch:'));
 }
 
@@ -79,7 +79,7 @@ describe('read-write lock', () => {
     expect(await redis.admin().exists(timeout(2))).toBe(0);
     await rw.readLock().unlock();
     await rw.writeLock().unlock();
-    expect(await lockKeysLeft(redis.admin())).toEqual([]);
+    expect(await lockKeysLeft(redis)).toEqual([]);
   });
 
   test('downgrade: a writer takes the read lock and keeps it after releasing the write lock (testWriteReadReentrancy)', async () => {
@@ -127,7 +127,7 @@ describe('read-write lock', () => {
     expect(await rw.readLock().getHoldCount()).toBe(1);
     expect(await rw.writeLock().getHoldCount()).toBe(0);
     await rw.readLock().unlock();
-    expect(await lockKeysLeft(redis.admin())).toEqual([]);
+    expect(await lockKeysLeft(redis)).toEqual([]);
   });
 
   test('reentrant: hold counts per half, unlock counts down (testHoldCount, testReentrancy)', async () => {
@@ -211,6 +211,92 @@ describe('read-write lock', () => {
     expect(await client.getReadWriteLock('leases').writeLock().tryLock()).toBe(true);
   });
 
+  test('testWriteLock: a writer re-enters; another owner sees it locked, not its own, and reads after it', async () => {
+    const client = redis.client();
+    const rw = client.getReadWriteLock('test-write-lock');
+    await rw.writeLock().lock();
+    expect(await rw.writeLock().tryLock()).toBe(true);
+    await client.runInTask(async () => {
+      expect(await rw.writeLock().isHeldByCurrentTask()).toBe(false);
+      expect(await rw.writeLock().isLocked()).toBe(true);
+      expect(await rw.readLock().tryLock()).toBe(false);
+      expect(await client.getReadWriteLock('test-write-lock').readLock().tryLock()).toBe(false);
+    });
+    await rw.writeLock().unlock();
+    expect(await rw.readLock().tryLock()).toBe(true);
+    expect(await rw.writeLock().isHeldByCurrentTask()).toBe(true);
+    await rw.writeLock().unlock();
+    // Still reading: the write lock is free, yet nobody (this owner neither) may write.
+    expect(await rw.writeLock().tryLock()).toBe(false);
+    expect(await rw.writeLock().isLocked()).toBe(false);
+    expect(await rw.writeLock().isHeldByCurrentTask()).toBe(false);
+    expect(await client.runInTask(() => rw.readLock().tryLock())).toBe(true);
+  });
+
+  test('testMultiRead: readers of two owners; the lock is free for a writer only when both are gone', async () => {
+    const client = redis.client();
+    const rw = client.getReadWriteLock('test-multi-read');
+    expect(await rw.readLock().forceUnlock()).toBe(false);
+    await rw.readLock().lock();
+    expect(await rw.writeLock().tryLock()).toBe(false);
+    const other = client.getReadWriteLock('test-multi-read').readLock();
+    expect(await other.isHeldByCurrentTask()).toBe(false);
+    expect(await other.isLocked()).toBe(true);
+    await other.lock(800);
+    await rw.readLock().unlock();
+    expect(await rw.writeLock().tryLock()).toBe(false);
+    expect(await rw.readLock().isHeldByCurrentTask()).toBe(false);
+    await sleep(1_000);
+    expect(await other.isLocked()).toBe(false);
+    expect(await rw.writeLock().tryLock()).toBe(true);
+    expect(await rw.writeLock().isHeldByCurrentTask()).toBe(true);
+    await rw.writeLock().unlock();
+    expect(await rw.writeLock().isLocked()).toBe(false);
+  });
+
+  test('testReadLockLeaseTimeoutDiffThreadsWRR: readers waiting behind a writer with a lease get in when it expires', async () => {
+    const client = redis.client();
+    expect(await client.getReadWriteLock('wrr').writeLock().tryLock(100, 1_000)).toBe(true);
+    const started = performance.now();
+    const readers = [1, 2].map(() => client.getReadWriteLock('wrr').readLock().tryLock(5_000));
+    expect(await Promise.all(readers)).toEqual([true, true]);
+    expect(performance.now() - started).toBeGreaterThan(700);
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  test('testConcurrency: 10 owners x 10 rounds of read and write on one name, never two writers or a reader beside one', async () => {
+    const client = redis.client();
+    let writers = 0;
+    let readers = 0;
+    let overlaps = 0;
+    await Promise.all(
+      Array.from({ length: 10 }, (_, owner) =>
+        client.runInTask(async () => {
+          for (let round = 0; round < 10; round += 1) {
+            const rw = client.getReadWriteLock('concurrency');
+            if ((owner + round) % 3 === 0) {
+              await rw.writeLock().withLock(async () => {
+                writers += 1;
+                if (writers > 1 || readers > 0) overlaps += 1;
+                await sleep(1);
+                writers -= 1;
+              });
+            } else {
+              await rw.readLock().withLock(async () => {
+                readers += 1;
+                if (writers > 0) overlaps += 1;
+                await sleep(1);
+                readers -= 1;
+              });
+            }
+          }
+        }),
+      ),
+    );
+    expect(overlaps).toBe(0);
+    expect(await lockKeysLeft(redis)).toEqual([]);
+  });
+
   test('a write re-entry never shortens the lease', async () => {
     const rw = redis.client().getReadWriteLock('no-shorten');
     await rw.writeLock().lock(20_000);
@@ -234,7 +320,7 @@ describe('read-write lock', () => {
     }
     await rw.readLock().unlock();
     await rw.readLock().unlock();
-    expect(await lockKeysLeft(redis.admin())).toEqual([]);
+    expect(await lockKeysLeft(redis)).toEqual([]);
   });
 
   test("a MultiLock of read locks with a lease shortens only its own read holds, never another reader's", async () => {
@@ -316,7 +402,7 @@ describe('read-write lock', () => {
       ),
     );
     expect(inside).toEqual([1, 1, 1]);
-    expect(await lockKeysLeft(redis.admin())).toEqual([]);
+    expect(await lockKeysLeft(redis)).toEqual([]);
   });
 
   test('an aborted wait rejects with the reason and leaves nothing behind', async () => {
