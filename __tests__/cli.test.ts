@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { LockClient } from '../src';
+import { ClientClosedError, LockClient } from '../src';
 import { startCluster, type RedisClusterServers } from './helpers/redis-cluster';
 import { freePort } from './helpers/redis-server';
 import { MASTER_NAME, startSentinelDeployment, type SentinelDeployment } from './helpers/redis-sentinel';
@@ -176,6 +176,27 @@ describe('rlock command on a server', () => {
     expect((await rlock(['list', 'nothing:*', '--redis', url()])).stdout).toBe('nothing found\n');
     await client.close();
     await waiting;
+  });
+
+  test("list shows a read-write lock once, not its timeout keys nor its writers' places", async () => {
+    const client = redis.client();
+    await client.getReadWriteLock('rwl:a').readLock().lock();
+    await client.runInTask(() => client.getReadWriteLock('rwl:a').readLock().lock());
+    const writing = client
+      .getReadWriteLock('rwl:a', { writerPreference: true })
+      .writeLock()
+      .tryLock(5_000)
+      .catch((error: unknown) => error);
+    await eventually(
+      'the writer waits',
+      async () => (await redis.admin().zcard('rlock_rwlock_writers:{rwl:a}')) === 1,
+    );
+    const listed = JSON.parse((await rlock(['list', '*', '--redis', url(), '--json'])).stdout);
+    expect(listed.map((item: { name: string; kinds: string[] }) => [item.name, item.kinds])).toEqual([
+      ['rwl:a', ['read-write lock']],
+    ]);
+    await client.close();
+    expect(await writing).toBeInstanceOf(ClientClosedError);
   });
 
   test('force-unlock asks first, deletes with --yes and wakes a waiter in another process', async () => {
