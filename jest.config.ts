@@ -28,6 +28,9 @@ const PORTABLE = [
   'permit-expirable-semaphore',
   'count-down-latch',
   'synchronizer-processes',
+  'read-write-lock',
+  'read-write-processes',
+  'spin-lock',
 ].map((file) => `<rootDir>/__tests__/${file}.test.ts`);
 
 const config: Config = {

@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { LockClient } from '../src';
+import { ClientClosedError, LockClient } from '../src';
 import { startCluster, type RedisClusterServers } from './helpers/redis-cluster';
 import { freePort } from './helpers/redis-server';
 import { MASTER_NAME, startSentinelDeployment, type SentinelDeployment } from './helpers/redis-sentinel';
@@ -191,6 +191,27 @@ describe('rlock command on a server', () => {
     expect(listed.map((item: { name: string }) => item.name)).toEqual(['cli:pes', 'cli:sem']);
   });
 
+  test("list shows a read-write lock once, not its timeout keys nor its writers' places", async () => {
+    const client = redis.client();
+    await client.getReadWriteLock('rwl:a').readLock().lock();
+    await client.runInTask(() => client.getReadWriteLock('rwl:a').readLock().lock());
+    const writing = client
+      .getReadWriteLock('rwl:a', { writerPreference: true })
+      .writeLock()
+      .tryLock(5_000)
+      .catch((error: unknown) => error);
+    await eventually(
+      'the writer waits',
+      async () => (await redis.admin().zcard('rlock_rwlock_writers:{rwl:a}')) === 1,
+    );
+    const listed = JSON.parse((await rlock(['list', '*', '--redis', url(), '--json'])).stdout);
+    expect(listed.map((item: { name: string; kinds: string[] }) => [item.name, item.kinds])).toEqual([
+      ['rwl:a', ['read-write lock']],
+    ]);
+    await client.close();
+    expect(await writing).toBeInstanceOf(ClientClosedError);
+  });
+
   test('force-unlock asks first, deletes with --yes and wakes a waiter in another process', async () => {
     const client = redis.client();
     const lock = client.getLock('stuck');
@@ -219,6 +240,61 @@ describe('rlock command on a server', () => {
     const nothing = await rlock(['force-unlock', 'no-such-lock', '--redis', url(), '--yes']);
     expect(nothing.status).toBe(3);
     expect(nothing.stderr).toMatch(/nothing to unlock/);
+  });
+
+  test("inspect shows a read-write lock's mode, readers and writer; force-unlock wakes its waiters", async () => {
+    const client = redis.client({ clientId: 'rw-cli' });
+    const rw = client.getReadWriteLock('rw-stuck');
+    await rw.writeLock().lock();
+    await rw.readLock().lock();
+    const state = JSON.parse((await rlock(['inspect', 'rw-stuck', '--redis', url(), '--json'])).stdout);
+    expect(state).toEqual(expect.objectContaining({ kinds: ['read-write lock'], mode: 'write' }));
+    expect(
+      state.holders
+        .map((holder: { write?: boolean; holds: number }) => [holder.write === true, holder.holds])
+        .sort(),
+    ).toEqual([
+      [false, 1],
+      [true, 1],
+    ]);
+    const waiter = startWorker([String(redis.port()), 'wait', 'rw-stuck', '1'], { LOCK_KIND: 'read' });
+    try {
+      expect(await waiter.firstMessage).toBe('started');
+      await sleep(200);
+      const startedAt = performance.now();
+      const done = await rlock(['force-unlock', 'rw-stuck', '--redis', url(), '--yes']);
+      expect(done.status).toBe(0);
+      // Woken on redisson_rwlock:{rw-stuck}, not by the holder's 30 s lease running out.
+      await eventually('the reader took it', async () => (await redis.admin().llen('rw-stuck:order')) === 1);
+      expect(performance.now() - startedAt).toBeLessThan(5_000);
+    } finally {
+      waiter.child.kill('SIGKILL');
+    }
+  });
+
+  test('inspect shows a writer-preferring read-write lock and the writers waiting on it', async () => {
+    const client = redis.client();
+    await client.getReadWriteLock('rw-pref').readLock().lock();
+    const writer = client.getReadWriteLock('rw-pref', { writerPreference: true }).writeLock();
+    const waiting = writer.tryLock(10_000);
+    await eventually(
+      'the writer waits',
+      async () => (await redis.admin().zcard('rlock_rwlock_writers:{rw-pref}')) === 1,
+    );
+    const state = JSON.parse((await rlock(['inspect', 'rw-pref', '--redis', url(), '--json'])).stdout);
+    expect(state).toEqual(expect.objectContaining({ mode: 'read', writerPreference: true }));
+    expect(state.waitingWriters).toEqual([
+      expect.objectContaining({
+        ownerId: expect.stringMatching(/:write$/),
+        placeExpiresInMs: expect.any(Number),
+      }),
+    ]);
+    expect(state.waitingWriters[0].client).toEqual(expect.objectContaining({ pid: process.pid }));
+    const text = (await rlock(['inspect', 'rw-pref', '--redis', url()])).stdout;
+    expect(text).toMatch(/preference +writers/);
+    expect(text).toMatch(/writers +\S+:write +waiting, place kept for/);
+    await client.getReadWriteLock('rw-pref').readLock().forceUnlock();
+    expect(await waiting).toBe(true);
   });
 
   test('force-unlock of a fair lock hands it to the next in line', async () => {

@@ -229,6 +229,30 @@ describe('commands re-sent after a reconnect', () => {
     expect(await lock.isLocked()).toBe(false);
   });
 
+  test('read-write lock: read and write acquires and releases whose replies were lost count once', async () => {
+    const { client, proxy } = await redis.clientThroughProxy();
+    const rw = client.getReadWriteLock('resent-rw');
+    await proxy.loseReplyOf(() => rw.writeLock().lock());
+    await proxy.loseReplyOf(() => rw.writeLock().lock());
+    expect(await rw.writeLock().getHoldCount()).toBe(2);
+    await proxy.loseReplyOf(() => rw.readLock().lock());
+    await proxy.loseReplyOf(() => rw.readLock().lock());
+    expect(await rw.readLock().getHoldCount()).toBe(2);
+    expect(await redis.admin().keys('{resent-rw}:*')).toHaveLength(2);
+    await proxy.loseReplyOf(() => rw.writeLock().unlock());
+    expect(await rw.writeLock().getHoldCount()).toBe(1);
+    await proxy.loseReplyOf(() => rw.writeLock().unlock());
+    expect(await rw.writeLock().isLocked()).toBe(false);
+    expect(await redis.admin().hget('resent-rw', 'mode')).toBe('read');
+    await proxy.loseReplyOf(() => rw.readLock().unlock());
+    expect(await rw.readLock().getHoldCount()).toBe(1);
+    const writer = redis.client().getReadWriteLock('resent-rw').writeLock();
+    const waiting = writer.tryLock(5_000);
+    await proxy.loseReplyOf(() => rw.readLock().unlock());
+    expect(await waiting).toBe(true);
+    expect(await redis.admin().keys('{resent-rw}:*')).toEqual([]);
+  });
+
   test('fair lock: acquire and release whose replies were lost count once, and the next waiter gets it', async () => {
     const { client, proxy } = await redis.clientThroughProxy();
     const lock = client.getFairLock('resent-fair');

@@ -11,6 +11,8 @@ import { FairLock } from './locks/fair-lock';
 import { FencedLock } from './locks/fenced-lock';
 import { GroupLock, type GroupRules } from './locks/group-lock';
 import { ReentrantLock } from './locks/lock';
+import { ReadWriteLock, type ReadWriteLockOptions, type RReadWriteLock } from './locks/read-write-lock';
+import { SPIN_DEFAULTS, SpinLock, type SpinLockOptions } from './locks/spin-lock';
 import type { RFencedLock, RLock } from './locks/types';
 import { checkOwnerId, currentTask, runAsNewTask, type Frame } from './owner';
 import { OwnerGates } from './owner-gate';
@@ -189,6 +191,56 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   getFencedLock(name: string): RFencedLock {
     this.throwIfClosed();
     return new FencedLock(this.context, name);
+  }
+
+  /**
+   * A read-write lock (Redisson getReadWriteLock): many readers or one writer, each half a full
+   * RLock in Redisson's layout. Outside a task the returned object owns both halves (so a writer
+   * may take the read lock and keep it after releasing the write lock); inside a task the task
+   * does. See docs/read-write-lock.md.
+   */
+  getReadWriteLock(name: string, options?: ReadWriteLockOptions): RReadWriteLock {
+    this.throwIfClosed();
+    const given = checkOptionsObject('options', options);
+    checkKnownKeys('options', given, ['writerPreference']);
+    if (given.writerPreference !== undefined && typeof given.writerPreference !== 'boolean') {
+      throw typeError(`options.writerPreference must be a boolean; got ${typeof given.writerPreference}`);
+    }
+    return new ReadWriteLock(this.context, name, given as ReadWriteLockOptions);
+  }
+
+  /**
+   * A reentrant lock that never subscribes (Redisson getSpinLock): a waiter tries again after
+   * exponentially growing pauses with jitter. Same layout as getLock, so both exclude each other.
+   * For proxies and managed services without pub/sub. See docs/spin-lock.md.
+   */
+  getSpinLock(name: string, options?: SpinLockOptions): RLock {
+    this.throwIfClosed();
+    const given = checkOptionsObject('options', options);
+    checkKnownKeys('options', given, ['initialDelay', 'maxDelay', 'multiplier']);
+    const initialDelay =
+      given.initialDelay === undefined
+        ? SPIN_DEFAULTS.initialDelay
+        : checkTime('options.initialDelay', given.initialDelay, { min: 1, allowMinusOne: false });
+    const maxDelay =
+      given.maxDelay === undefined
+        ? Math.max(SPIN_DEFAULTS.maxDelay, initialDelay)
+        : checkTime('options.maxDelay', given.maxDelay, { min: initialDelay, allowMinusOne: false });
+    const multiplier = given.multiplier ?? SPIN_DEFAULTS.multiplier;
+    if (
+      typeof multiplier !== 'number' ||
+      !Number.isFinite(multiplier) ||
+      multiplier < 1 ||
+      multiplier > 100
+    ) {
+      throw Object.assign(
+        new RangeError(`options.multiplier must be a number from 1 to 100; got ${String(multiplier)}`),
+        {
+          code: 'ERR_OUT_OF_RANGE',
+        },
+      );
+    }
+    return new SpinLock(this.context, name, undefined, { initialDelay, maxDelay, multiplier });
   }
 
   /**

@@ -10,10 +10,10 @@ import type { WakeSource } from './wait';
  */
 
 /**
- * Which kind of lock an event is about. More kinds are added as the package grows (read-write,
- * spin, ...): a switch over it should have a default branch.
+ * Which kind of lock an event is about: 'read' and 'write' are the halves of a read-write lock.
+ * More kinds may come as the package grows: a switch over it should have a default branch.
  */
-export type LockKind = 'lock' | 'fair' | 'fenced' | 'multi' | 'red';
+export type LockKind = 'lock' | 'fair' | 'fenced' | 'spin' | 'read' | 'write' | 'multi' | 'red';
 
 /** A lock was acquired (re-entries too) by lock(), tryLock(), withLock() or a fenced lock's calls. */
 export interface AcquiredEvent {

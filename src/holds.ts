@@ -37,6 +37,11 @@ export interface Hold {
   readonly body?: Frame;
   /** performance.now() when it was granted (for the hold time of the released event). */
   readonly acquiredAt: number;
+  /**
+   * For a read lock's hold: the owner's read-hold timeout prefix, which the watchdog renews with
+   * the hash (see lua/rwlock/renew-read.lua). None for the exclusive kinds.
+   */
+  readonly readTimeouts?: string;
 }
 
 export interface LostLease {
@@ -72,6 +77,11 @@ export class HeldLock {
 
   get byWatchdog(): boolean {
     return this.holds.some((hold) => hold.leaseTime < 0);
+  }
+
+  /** A read lock's timeout prefix, renewed with its hash (see Hold.readTimeouts). */
+  get readTimeouts(): string | undefined {
+    return this.holds[0]?.readTimeouts;
   }
 }
 

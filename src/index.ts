@@ -32,6 +32,8 @@ export type {
   TryLockOptions,
   WithLockOptions,
 } from './locks/types';
+export type { ReadWriteLockOptions, RReadWriteLock } from './locks/read-write-lock';
+export type { SpinLockOptions } from './locks/spin-lock';
 export type { PubSubOption } from './pubsub-mode';
 export type { RedisConnection } from './redis';
 export type { ReplicaWait } from './replicas';

@@ -187,3 +187,42 @@ export function countDownLatchKeys(name: string, slot?: number): CountDownLatchK
 /** Redisson's latch messages: the count reached zero (waiters go), a new count was set. */
 export const LATCH_ZERO_MESSAGE = '0';
 export const LATCH_NEW_COUNT_MESSAGE = '1';
+
+/** Redisson's message for "a read-write lock's writer is gone": wakes every waiter of a process. */
+export const READ_UNLOCK_MESSAGE = '1';
+
+/** The field of a read-write lock's hash that says who holds it: 'read' or 'write'. */
+export const RW_MODE_FIELD = 'mode';
+
+export interface ReadWriteLockKeys {
+  /** The hash: mode, reader owner id -> read holds, `<owner id>:write` -> write holds. */
+  readonly lock: string;
+  /** Where releases are announced (Redisson's redisson_rwlock:{name}). */
+  readonly channel: string;
+  /**
+   * What every read hold's timeout key starts with: `<prefix>:<owner id>:rwlock_timeout:<n>`
+   * (Redisson writes it as the part of the first owner's timeout prefix before `:<owner id>`).
+   */
+  readonly timeoutBase: string;
+  /** Zset: waiting writer field -> server time (ms) when its place lapses (writerPreference). */
+  readonly writers: string;
+  /** Present when the name prefers writers: a property of the name, shared by every rlock client. */
+  readonly preference: string;
+}
+
+/** `slot`: see prefixName. */
+export function readWriteLockKeys(name: string, slot?: number): ReadWriteLockKeys {
+  const timeoutOf = suffixName(name, '\u0000', slot);
+  return {
+    lock: name,
+    channel: prefixName('redisson_rwlock', name, slot),
+    timeoutBase: timeoutOf.slice(0, timeoutOf.length - 2),
+    writers: prefixName('rlock_rwlock_writers', name, slot),
+    preference: prefixName('rlock_rwlock_writer_preference', name, slot),
+  };
+}
+
+/** The prefix of the timeout keys of `owner`'s read holds: `<base>:<owner>:rwlock_timeout`. */
+export function readTimeoutPrefix(keys: ReadWriteLockKeys, owner: string): string {
+  return `${keys.timeoutBase}:${owner}:rwlock_timeout`;
+}

@@ -7,6 +7,7 @@ export interface RedisConnection {
   exists(...keys: string[]): Promise<number>;
   hexists(key: string, field: string): Promise<number>;
   hget(key: string, field: string): Promise<string | null>;
+  hgetall(key: string): Promise<Record<string, string>>;
   get(key: string): Promise<string | null>;
   pttl(key: string): Promise<number>;
   del(...keys: string[]): Promise<number>;

@@ -4,7 +4,7 @@ import type { HoldBook, HeldLock } from './holds';
 import type { RedisErrorReport } from './locks/context';
 import type { RedisConnection } from './redis';
 import type { RedisCalls } from './redis-call';
-import { refreshFairPlaces, renewLocks, type PublishCommand } from './scripts';
+import { refreshFairPlaces, renewLocks, renewReadLocks, type PublishCommand } from './scripts';
 import { hashSlot } from './slots';
 
 /**
@@ -96,7 +96,14 @@ export class Watchdog {
     // Schedule the next tick now: a renewal stuck behind a dead connection must not stop the
     // timer from noticing that leases run out.
     const results = Promise.all([
-      ...this.batches(due, (entry) => entry.name).map((batch) => this.renew(batch)),
+      ...this.batches(
+        due.filter((entry) => entry.readTimeouts === undefined),
+        (entry) => entry.name,
+      ).map((batch) => this.renew(batch)),
+      ...this.batches(
+        due.filter((entry) => entry.readTimeouts !== undefined),
+        (entry) => entry.name,
+      ).map((batch) => this.renew(batch, true)),
       ...this.batches(places, (waiter) => waiter.keys.lock).map((batch) => this.refresh(batch)),
     ]);
     this.schedule(this.period);
@@ -114,7 +121,7 @@ export class Watchdog {
   }
 
   /** Resolves false when the batch could not be sent or answered (a transient failure). */
-  private async renew(batch: HeldLock[]): Promise<boolean> {
+  private async renew(batch: HeldLock[], reads = false): Promise<boolean> {
     const sentAt = performance.now();
     for (const entry of batch) entry.renewing = true;
     if (DEBUG) debug('renew %d lock(s): %s', batch.length, batchName(batch.map((entry) => entry.name)));
@@ -130,9 +137,12 @@ export class Watchdog {
         batchName(batch.map((entry) => entry.name)),
         'renew',
         () =>
-          renewLocks(
+          // A read hold's timeout keys are renewed with its hash (see lua/rwlock/renew-read.lua).
+          (reads ? renewReadLocks : renewLocks)(
             this.redis,
-            batch.map((entry) => entry.name),
+            reads
+              ? batch.flatMap((entry) => [entry.name, entry.readTimeouts as string])
+              : batch.map((entry) => entry.name),
             [this.options.timeout, ...batch.map((entry) => entry.ownerId)],
           ),
         {

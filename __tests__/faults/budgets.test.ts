@@ -236,6 +236,50 @@ describe('time budgets, other faults', () => {
     expect(await client.getLock('slow-1').tryLock(1_000)).toBe(true);
   }, 20_000);
 
+  test('read-write lock, replies 3 s late: read and write calls keep their budget; late grants are withdrawn', async () => {
+    const { client, proxy } = await redis.clientThroughProxy({ commandTimeout: COMMAND_TIMEOUT });
+    await client
+      .getReadWriteLock('slow-rw-warm')
+      .writeLock()
+      .withLock(() => undefined);
+    await client
+      .getReadWriteLock('slow-rw-warm')
+      .readLock()
+      .withLock(() => undefined);
+    proxy.delayReplies(3_000);
+    const [read, write, readWith] = await Promise.all([
+      timed(client.getReadWriteLock('slow-rw-1').readLock().tryLock()),
+      timed(client.getReadWriteLock('slow-rw-2').writeLock().tryLock(1_500)),
+      timed(
+        client
+          .getReadWriteLock('slow-rw-3')
+          .readLock()
+          .withLock(() => 'ran', { waitTime: 1_500 }),
+      ),
+    ]);
+    reportFault('read-write lock, replies 3 s late', {
+      readMs: read.ms,
+      writeMs: write.ms,
+      readWithMs: readWith.ms,
+    });
+    expectUnavailable(read, 'slow-rw-1');
+    expectUnavailable(write, 'slow-rw-2');
+    expectUnavailable(readWith, 'slow-rw-3');
+    expect(read.ms).toBeLessThan(COMMAND_TIMEOUT + SLACK_MS);
+    expect(Math.max(write.ms, readWith.ms)).toBeLessThan(1_500 + SLACK_MS);
+    const left = async (): Promise<number> =>
+      (await redis.admin().exists('slow-rw-1', 'slow-rw-2', 'slow-rw-3')) +
+      (await redis.admin().keys('{slow-rw-*}:*')).length;
+    await eventually(
+      'late grants and their timeout keys given back',
+      async () => (await left()) === 0,
+      8_000,
+    );
+    proxy.delayReplies(0);
+    await sleep(3_200);
+    expect(await client.getReadWriteLock('slow-rw-1').writeLock().tryLock(1_000)).toBe(true);
+  }, 20_000);
+
   test('killed and restarted mid-wait: the waiter takes the lock (its data is gone) within its wait', async () => {
     const server = redis.server();
     const holder = redis.client({ commandTimeout: COMMAND_TIMEOUT });

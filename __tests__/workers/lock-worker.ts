@@ -1,6 +1,7 @@
 /**
  * A competing worker in its own process, with its own connections, as in production.
- * argv: <redisPort> <mode> <lockName> [n]; env LOCK_KIND=fair uses getFairLock, WATCHDOG_TIMEOUT,
+ * argv: <redisPort> <mode> <lockName> [n]; env LOCK_KIND=fair uses getFairLock, read / write a half of
+ * getReadWriteLock, spin getSpinLock; WATCHDOG_TIMEOUT,
  * FAIR_LOCK_WAIT_TIMEOUT and CLIENT_ID set the client options, KEY_PREFIX the connection's
  * keyPrefix, and OWNER_ID runs the mode as that explicit owner (runInTask({ ownerId })).
  *   unlock   releases one hold, reports 'unlocked' (or 'error: ...')
@@ -14,6 +15,9 @@
  *   fenced   takes the fenced lock in withLock with the watchdog, reports 'locked:<token>', then
  *            on the message 'write' writes <lockName>:store through the token check and reports
  *            'wrote:<1|0>:aborted:<true|false>'
+ *   rw       n times, on the read-write lock: every 4th a write (a non-atomic increment of
+ *            <lockName>:counter), else a 2 ms read; counts a writer beside anyone in
+ *            <lockName>:overlaps and the most readers at once in <lockName>:readers-max
  */
 import { LockClient } from '../../src';
 import { connectTo } from '../helpers/deployment';
@@ -31,8 +35,14 @@ async function main(): Promise<void> {
     fairLockWaitTimeout: Number(process.env.FAIR_LOCK_WAIT_TIMEOUT ?? 10_000),
     clientId: process.env.CLIENT_ID,
   });
-  const getLock = (): ReturnType<LockClient['getLock']> =>
-    process.env.LOCK_KIND === 'fair' ? client.getFairLock(name) : client.getLock(name);
+  const getLock = (): ReturnType<LockClient['getLock']> => {
+    const kind = process.env.LOCK_KIND;
+    if (kind === 'fair') return client.getFairLock(name);
+    if (kind === 'read') return client.getReadWriteLock(name).readLock();
+    if (kind === 'write') return client.getReadWriteLock(name).writeLock();
+    if (kind === 'spin') return client.getSpinLock(name);
+    return client.getLock(name);
+  };
   const finish = async (): Promise<void> => {
     await client.close();
     redis.disconnect();
@@ -111,6 +121,35 @@ async function main(): Promise<void> {
         process.send?.(`wrote:${accepted}:aborted:${signal.aborted}`);
       })
       .catch(() => undefined);
+    await finish();
+  } else if (mode === 'rw') {
+    const rw = client.getReadWriteLock(name);
+    for (let i = 0; i < Number(n); i += 1) {
+      if (i % 4 === 0) {
+        await rw.writeLock().withLock(async () => {
+          const others =
+            Number(await redis.incr(`${name}:writers`)) + Number((await redis.get(`${name}:reading`)) ?? 0);
+          if (others > 1) await redis.incr(`${name}:overlaps`);
+          const value = Number((await redis.get(`${name}:counter`)) ?? 0);
+          await sleep(1);
+          await redis.set(`${name}:counter`, value + 1);
+          await redis.decr(`${name}:writers`);
+        });
+      } else {
+        await rw.readLock().withLock(async () => {
+          const reading = await redis.incr(`${name}:reading`);
+          if (Number((await redis.get(`${name}:writers`)) ?? 0) > 0) await redis.incr(`${name}:overlaps`);
+          await redis.eval(
+            "if tonumber(redis.call('get', KEYS[1]) or 0) < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end",
+            1,
+            `${name}:readers-max`,
+            reading,
+          );
+          await sleep(2);
+          await redis.decr(`${name}:reading`);
+        });
+      }
+    }
     await finish();
   } else if (mode === 'loop') {
     const until = Date.now() + Number(n);

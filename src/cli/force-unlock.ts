@@ -26,7 +26,8 @@ async function confirm(question: string): Promise<boolean> {
 
 /**
  * `rlock force-unlock <name>`: deletes the lock whoever holds it, through the lock kind's own
- * force release, so its waiters wake at once (a fair lock goes straight to the next in line).
+ * force release, so its waiters wake at once (a fair lock goes straight to the next in line; a
+ * read-write lock's readers and writers hear it on its own channel).
  */
 export async function forceUnlock(
   redis: Connection,
@@ -54,7 +55,13 @@ export async function forceUnlock(
   // The command's connection already carries the keyPrefix, as the services' connections do.
   const client = new LockClient(redis);
   try {
-    const lock = before.kinds.includes('fair queue') ? client.getFairLock(name) : client.getLock(name);
+    let lock = before.kinds.includes('fair queue') ? client.getFairLock(name) : client.getLock(name);
+    if (before.kinds.includes('read-write lock')) {
+      // Its own force release: the half of its mode deletes it and wakes every waiter on
+      // redisson_rwlock:{name}, where its readers and writers (rlock's and Redisson's) listen.
+      const rw = client.getReadWriteLock(name);
+      lock = before.mode === 'write' ? rw.writeLock() : rw.readLock();
+    }
     const deleted = await lock.forceUnlock();
     return { name, before, deleted };
   } finally {

@@ -67,6 +67,17 @@ export function describeState(state: NameState): string {
       `${index + 1}. ${waiter.ownerId}  ${place}  ${describeOwner(waiter.ownerId, waiter.client)}`,
     );
   });
+  if (state.writerPreference) row('preference', 'writers (new readers queue behind waiting writers)');
+  (state.waitingWriters ?? []).forEach((writer, index) => {
+    const place =
+      (writer.placeExpiresInMs ?? 0) < 0
+        ? 'place lapsed'
+        : `place kept for ${seconds(writer.placeExpiresInMs ?? 0)} more`;
+    row(
+      index === 0 ? 'writers' : '',
+      `${writer.ownerId}  waiting, ${place}  ${describeOwner(writer.ownerId, writer.client)}`,
+    );
+  });
   if (state.handoffTo !== undefined) row('hand-off', `to ${state.handoffTo}, not confirmed yet`);
   if (state.fencingToken !== undefined) row('token', `${state.fencingToken} (the last fencing token issued)`);
   for (const [index, [channel, count]] of Object.entries(state.listeners).entries()) {

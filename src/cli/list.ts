@@ -56,7 +56,12 @@ const SIDE_KEYS = [
   'rlock_client:',
   'rlock_fair_deadlines:',
   'rlock_fair_handoff:',
+  'rlock_rwlock_writers:',
+  'rlock_rwlock_writer_preference:',
 ];
+
+/** A read-write lock's read-hold timeout key (`{name}:<owner id>:rwlock_timeout:<n>`), Redisson's. */
+const READ_TIMEOUT_KEY = /:rwlock_timeout:\d+$/;
 
 /** Every stored key under the prefix, from every master, in one SCAN walk each. */
 async function scanAll(redis: Connection, keyPrefix: string): Promise<string[]> {
@@ -101,7 +106,7 @@ export async function list(
   };
   const matches = globMatcher(pattern);
   await eachLimited(keys, 16, async (key) => {
-    if (SIDE_KEYS.some((side) => key.startsWith(side))) return;
+    if (SIDE_KEYS.some((side) => key.startsWith(side)) || READ_TIMEOUT_KEY.test(key)) return;
     const queueOf = nameBehind(key, 'rlock_fair_queue');
     if (queueOf !== undefined) {
       if (matches(queueOf)) {

@@ -9,6 +9,7 @@ import {
   isHoldMark,
   lockKeys,
   NEVER_EXPIRES,
+  readWriteLockKeys,
   prefixName,
 } from '../keys';
 import type { Connection } from './connect';
@@ -62,6 +63,10 @@ export interface NameState {
   ttlMs?: number;
   /** 'read' or 'write' for a read-write lock. */
   mode?: string;
+  /** The name prefers writers (a read-write lock's writerPreference, kept in Redis). */
+  writerPreference?: boolean;
+  /** Writers of a writer-preferring read-write lock waiting to get in (new readers queue behind them). */
+  waitingWriters?: QueuedWaiter[];
   holders: Holder[];
   /** The fair queue, first in line first. */
   queue: QueuedWaiter[];
@@ -83,6 +88,7 @@ export function keysOf(name: string, keyPrefix: string, cluster: boolean) {
   return {
     lock: lockKeys(name, slot).lock,
     fair,
+    readWrite: readWriteLockKeys(name, slot),
     token: fencingTokenKey(name, slot),
     permitTimeouts: expirable.timeouts,
     channels: {
@@ -176,7 +182,21 @@ export async function readState(redis: Connection, name: string, keyPrefix: stri
     serverNow(redis),
     listenersOf(redis, keyPrefix, Object.values(keys.channels)),
   ]);
+  const [preference, writers] = await Promise.all([
+    redis.exists(keys.readWrite.preference),
+    redis.zrange(keys.readWrite.writers, 0, -1, 'WITHSCORES'),
+  ]);
   const state: NameState = { name, kinds: [], holders: [], queue: [], listeners };
+  if (preference === 1) state.writerPreference = true;
+  if (writers.length > 0) {
+    state.waitingWriters = [];
+    for (let i = 0; i + 1 < writers.length; i += 2) {
+      state.waitingWriters.push({
+        ownerId: writers[i] as string,
+        placeExpiresInMs: Number(writers[i + 1]) - now,
+      });
+    }
+  }
   if (type === 'hash') {
     state.ttlMs = ttl;
     const mode = hash.mode;
@@ -224,9 +244,9 @@ export async function readState(redis: Connection, name: string, keyPrefix: stri
   }
   const clients = await clientsOf(
     redis,
-    [...state.holders, ...state.queue].map((entry) => entry.ownerId),
+    [...state.holders, ...state.queue, ...(state.waitingWriters ?? [])].map((entry) => entry.ownerId),
   );
-  for (const entry of [...state.holders, ...state.queue]) {
+  for (const entry of [...state.holders, ...state.queue, ...(state.waitingWriters ?? [])]) {
     const id = clientIdOf(entry.ownerId);
     const client = id === undefined ? undefined : clients.get(id);
     if (client) entry.client = client;

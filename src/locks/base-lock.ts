@@ -26,6 +26,20 @@ const ADOPTED = Symbol('adopted');
 /** A lock kind's constructor, as every kind has it. */
 type LockKind = new (context: LockContext, name: string) => BaseLock;
 
+/**
+ * Who a handle acts for outside any task: its own owner number and frame by default; the halves of
+ * a read-write lock share their parent's, so that the parent owns both (a top-level downgrade).
+ */
+export interface HandleOwner {
+  readonly number: number;
+  readonly frame: Frame;
+}
+
+/** A new owner for a handle, or for the handles that share it. */
+export function newHandleOwner(): HandleOwner {
+  return { number: nextOwnerNumber(), frame: new Frame() };
+}
+
 /** Makes new handles of one lock; a function of its own, so that it keeps no handle alive. */
 function reopener(Kind: LockKind, name: string): Reopen {
   return (context) => new Kind(context, name);
@@ -66,17 +80,20 @@ export abstract class BaseLock implements RLock {
    */
   protected readonly slot: number | undefined;
   /** The owner number used outside any task: the handle itself owns the lock. */
-  private readonly handleOwner = nextOwnerNumber();
+  private readonly handleOwner: number;
   /** The frame of the handle's own calls outside any task. */
-  private readonly handleFrame = new Frame();
+  private readonly handleFrame: Frame;
   /** Makes a new handle of this lock, for close() to release what this one took. */
   private readonly reopen: Reopen;
 
   constructor(
     protected readonly context: LockContext,
     name: unknown,
+    owner: HandleOwner = newHandleOwner(),
   ) {
     this.name = checkLockName(name);
+    this.handleOwner = owner.number;
+    this.handleFrame = owner.frame;
     this.hashKey = this.name;
     this.slot = homeSlot(this.name, context.keyPrefix, context.cluster);
     this.reopen = reopener(new.target as LockKind, this.name);
@@ -366,9 +383,7 @@ export abstract class BaseLock implements RLock {
   async shortenLease(leaseTime: number): Promise<void> {
     const owner = this.currentOwner();
     const sentAt = performance.now();
-    const [kept] = await this.call('renew', () =>
-      renewLocks(this.context.redis, [this.hashKey], [leaseTime, owner]),
-    );
+    const kept = await this.call('renew', () => this.setLease(owner, leaseTime));
     const entry = this.context.book.get(this.name, owner);
     if (entry && kept === 1) this.context.book.setNewestLease(entry, leaseTime, sentAt + leaseTime);
   }
@@ -406,6 +421,25 @@ export abstract class BaseLock implements RLock {
   /** The frame the current caller runs in: its task's (or withLock body's), or the handle's. */
   currentFrame(): Frame {
     return currentTask()?.frame ?? this.handleFrame;
+  }
+
+  /** Sets the lease of `owner`'s holds to leaseTime from now: 1 when done, 0 when it holds none. */
+  protected async setLease(owner: string, leaseTime: number): Promise<number> {
+    const [kept] = await renewLocks(this.context.redis, [this.hashKey], [leaseTime, owner]);
+    return kept ?? 0;
+  }
+
+  /**
+   * The owner whose branches this lock's gate keeps apart (see OwnerGates): the owner id itself,
+   * except where two lock kinds share one owner in Redis (a read-write lock's halves).
+   */
+  protected gateOwner(owner: string): string {
+    return owner;
+  }
+
+  /** A read lock's timeout prefix for `owner`, which its watchdog renewals include; none otherwise. */
+  protected readTimeoutsOf(_owner: string): string | undefined {
+    return undefined;
   }
 
   /** The fencing token an acquiring attempt was given, for lock kinds that issue them. */
@@ -462,7 +496,7 @@ export abstract class BaseLock implements RLock {
     this.noticeOverdueLease(owner);
     const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
     const startedAt = performance.now();
-    const entry = await context.gates.enter(this.name, owner, frame, how.body ?? frame, {
+    const entry = await context.gates.enter(this.name, this.gateOwner(owner), frame, how.body ?? frame, {
       deadline: waitTime < 0 ? Infinity : startedAt + waitTime,
       signal,
       closing: context.closing,
@@ -563,6 +597,7 @@ export abstract class BaseLock implements RLock {
       reopen: this.reopen,
       body: how.body,
       acquiredAt: performance.now(),
+      readTimeouts: this.readTimeoutsOf(owner),
     };
     // The lock is the caller's now: confirming a hand-off runs in the background, ahead of any
     // later command on the connection, and a failed confirmation is a lost lock.

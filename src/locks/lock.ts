@@ -2,7 +2,7 @@ import { lockKeys, UNLOCK_MESSAGE, type LockKeys } from '../keys';
 import { acquireLock, forceReleaseLock, releaseLock, withdrawLock } from '../scripts';
 import type { StepLimits, WakeSource } from '../wait';
 import type { LockKind } from '../events';
-import { BaseLock } from './base-lock';
+import { BaseLock, type HandleOwner } from './base-lock';
 import type { LockContext } from './context';
 
 /** The reentrant, non-fair lock: Redisson's RLock protocol and key layout. */
@@ -11,8 +11,8 @@ export class ReentrantLock extends BaseLock {
   protected readonly wakeSourceFirst = false;
   readonly kind: LockKind = 'lock';
 
-  constructor(context: LockContext, name: unknown) {
-    super(context, name);
+  constructor(context: LockContext, name: unknown, owner?: HandleOwner) {
+    super(context, name, owner);
     this.keys = lockKeys(this.name, this.slot);
   }
 
