@@ -366,6 +366,8 @@ export class GroupLock implements RLock {
     );
     const round: Round = { taken: [], errors: 0, contended: false };
     let failed = 0;
+    /** Members whose wait ended without the lock: another holder kept it. */
+    let refused = 0;
     let unanswered = this.members.length;
     let holding: NodeJS.Timeout | undefined;
     const decide = (): void => {
@@ -398,14 +400,18 @@ export class GroupLock implements RLock {
           },
         });
         if (acquired) round.taken.push({ member, hold: acquired });
-        else failed += 1;
+        else {
+          failed += 1;
+          refused += 1;
+        }
       } catch (error) {
         failed += 1;
         if (!(error instanceof RoundDecided) && error !== signal?.reason) {
           round.errors += 1;
           round.error = error;
-        } else if (error instanceof RoundDecided && !answered) {
+        } else if (error instanceof RoundDecided && !answered && !round.contended && refused === 0) {
           // Called off before Redis said anything: its master may be as unreachable as the others.
+          // (Not when another holder decided the round: a slow answer is no outage then.)
           round.errors += 1;
         }
       }
