@@ -104,5 +104,8 @@ describe('RPermitExpirableSemaphore', () => {
     await expect(semaphore.tryAcquire({ waitTime: 1.5 })).rejects.toThrow(/waitTime/);
     await expect(semaphore.trySetPermits(-1)).rejects.toThrow(/permits/);
     await expect(semaphore.updateLeaseTime('a'.repeat(32), Number.NaN)).rejects.toThrow(/leaseTime/);
+    // A permit has no watchdog: -1 is a permit that never expires.
+    await expect(semaphore.acquire({ leaseTime: 0 })).rejects.toThrow(/-1 \(never expires\)/);
+    await expect(semaphore.updateLeaseTime('a'.repeat(32), 0)).rejects.toThrow(/-1 \(never expires\)/);
   });
 });

@@ -169,6 +169,20 @@ describe('RSemaphore', () => {
     expect(await redis.client().getSemaphore('sem:close').availablePermits()).toBe(1);
   });
 
+  test('close() gives back the permits of a withPermits body that outlasts its timeout', async () => {
+    const client = redis.client();
+    const semaphore = client.getSemaphore('sem:close-overrun');
+    await semaphore.trySetPermits(2);
+    const body = semaphore.withPermits(2, () => sleep(1_500).then(() => 'done'));
+    await sleep(100);
+    await client.close({ timeout: 200 });
+    // Back at close, as a lock's hold is, so that waiters elsewhere go on.
+    expect(await redis.client().getSemaphore('sem:close-overrun').availablePermits()).toBe(2);
+    // The body learns, when it ends, that it ran past close() without its permits.
+    await expect(body).rejects.toBeInstanceOf(ClientClosedError);
+    expect(await redis.client().getSemaphore('sem:close-overrun').availablePermits()).toBe(2);
+  });
+
   test('bad input is refused with errors naming the argument', async () => {
     const semaphore = redis.client().getSemaphore('sem:bad');
     await expect(semaphore.acquire(-1)).rejects.toThrow(/permits/);

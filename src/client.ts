@@ -83,6 +83,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private closing?: Promise<void>;
   /** The frames of running withLock bodies, which close() gives time to finish. */
   private readonly runningBodies = new Set<Frame>();
+  /** How to give back what a running body holds outside the hold book (withPermits' permits). */
+  private readonly bodyGiveBacks = new Map<Frame, () => Promise<unknown>>();
   private onBodyDone?: () => void;
   private subscriberInstance?: Subscriber;
   /** Settles once the pub/sub mode is known (on a cluster, after asking the servers). */
@@ -143,7 +145,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       registry: this.registry,
       keyPrefix: settings.keyPrefix,
       cluster: isCluster(redis),
-      trackBody: (body) => this.trackBody(body),
+      trackBody: (body, giveBack) => this.trackBody(body, giveBack),
       subscriber: (name, limits) => this.subscriber(name, limits),
       reportRedisError: report,
       publishCommand: () => this.publishCommand(),
@@ -362,7 +364,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       timeout,
     );
     // Each bounded by commandTimeout: a Redis that is down delays close() no longer than that.
-    await Promise.all([this.releaseEverything(), this.registry.remove()]);
+    await Promise.all([this.releaseEverything(), this.giveBackBodies(), this.registry.remove()]);
     this.watchdog.stop();
     this.finished.abort(closedError);
     await this.subscriberInstance?.close();
@@ -385,10 +387,17 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     await Promise.allSettled(releases);
   }
 
-  private trackBody(body: Frame): () => void {
+  /** Gives back what bodies still running hold outside the hold book (a semaphore's permits). */
+  private async giveBackBodies(): Promise<void> {
+    await Promise.allSettled([...this.bodyGiveBacks.values()].map((giveBack) => giveBack()));
+  }
+
+  private trackBody(body: Frame, giveBack?: () => Promise<unknown>): () => void {
     this.runningBodies.add(body);
+    if (giveBack) this.bodyGiveBacks.set(body, giveBack);
     return () => {
       this.runningBodies.delete(body);
+      this.bodyGiveBacks.delete(body);
       this.onBodyDone?.();
     };
   }

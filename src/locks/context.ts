@@ -47,8 +47,12 @@ export interface LockContext {
   readonly keyPrefix: string;
   /** Whether the connection is a Redis Cluster. */
   readonly cluster: boolean;
-  /** Counts a running withLock body (its frame), for close() to wait for; call the result when it is done. */
-  trackBody(body: Frame): () => void;
+  /**
+   * Counts a running withLock or withPermits body (its frame), for close() to wait for; call the
+   * result when it is done. `giveBack` gives back what the body holds outside the hold book:
+   * close() calls it when the body outlasts its timeout.
+   */
+  trackBody(body: Frame, giveBack?: () => Promise<unknown>): () => void;
   /** The client's pub/sub, ready within the limits (it may first ask a cluster what it supports). */
   subscriber(name: string, limits: StepLimits): Promise<Subscriber>;
   reportRedisError(report: RedisErrorReport): void;

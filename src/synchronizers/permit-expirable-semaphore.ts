@@ -11,7 +11,7 @@ import {
   updateExpirablePermitLease,
   withdrawExpirablePermit,
 } from '../scripts';
-import { checkCount, checkLeaseTime, rangeError, typeError } from '../validate';
+import { checkCount, checkTime, rangeError, typeError } from '../validate';
 import { Synchronizer, wakeForPermits } from './base';
 import { waitForPermits } from './permit-wait';
 import { checkPermits, MAX_PERMITS, parseWaitOptions } from './permits';
@@ -21,6 +21,10 @@ import type { PermitWaitOptions, RPermitExpirableSemaphore } from './types';
 function newPermitId(): string {
   return randomBytes(16).toString('hex');
 }
+
+/** A permit's lease: no watchdog renews a permit, so -1 is one that never expires. */
+const checkPermitLease = (value: unknown): number =>
+  checkTime('leaseTime', value, { min: 1, allowMinusOne: true, minusOneMeans: 'never expires' });
 
 function checkPermitId(value: unknown): string {
   if (typeof value !== 'string')
@@ -108,7 +112,7 @@ export class PermitExpirableSemaphore extends Synchronizer implements RPermitExp
 
   async updateLeaseTime(permitId: string, leaseTime: number): Promise<boolean> {
     const id = checkPermitId(permitId);
-    const lease = checkLeaseTime(leaseTime);
+    const lease = checkPermitLease(leaseTime);
     const publish = await this.publishCommand();
     const updated = await this.call('updateLeaseTime', () =>
       updateExpirablePermitLease(this.context.redis, this.expirableKeys(), [id, lease, publish]),
@@ -117,7 +121,7 @@ export class PermitExpirableSemaphore extends Synchronizer implements RPermitExp
   }
 
   private leaseOf(given: Record<string, unknown>): number {
-    return given.leaseTime === undefined ? -1 : checkLeaseTime(given.leaseTime);
+    return given.leaseTime === undefined ? -1 : checkPermitLease(given.leaseTime);
   }
 
   private expirableKeys(): [string, string, string] {

@@ -1,4 +1,4 @@
-import { LockTimeoutError } from '../errors';
+import { ClientClosedError, LockTimeoutError } from '../errors';
 import type { LockContext } from '../locks/context';
 import { Frame } from '../owner';
 import { onAbort } from '../abort';
@@ -49,17 +49,30 @@ export async function runHolding<T, G>(
     (source) => source && onAbort(source, () => held.abort(source.reason)),
   );
   if (signal?.aborted) held.abort(signal.reason);
-  const done = context.trackBody(new Frame());
+  // Given back once: by the body's end, or by close() when the body outlasts its timeout.
+  let givenBack: Promise<unknown> | undefined;
+  let givenBackAtClose = false;
+  const giveBack = (): Promise<unknown> => (givenBack ??= give(grant));
+  const done = context.trackBody(new Frame(), () => {
+    givenBackAtClose = givenBack === undefined;
+    return giveBack();
+  });
   let result: T;
   try {
     result = await fn({ signal: held.signal });
   } catch (error) {
-    await give(grant).catch(() => undefined);
+    await giveBack().catch(() => undefined);
     throw error;
   } finally {
     for (const stop of stops) stop?.();
     done();
   }
-  await give(grant);
+  if (givenBackAtClose) {
+    throw new ClientClosedError(
+      `the LockClient was closed while this withPermits body ran: close() gave back the permits of "${name}" ` +
+        'before the body was done (its signal had aborted)',
+    );
+  }
+  await giveBack();
   return result;
 }
