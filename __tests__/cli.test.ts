@@ -346,6 +346,8 @@ describe('rlock command on a server', () => {
     });
     await eventually('first view', async () => lines.length === 1);
     expect(JSON.parse(lines[0] as string).holders).toHaveLength(1);
+    // Its own subscription is not a client waiting for the lock.
+    expect(JSON.parse(lines[0] as string).listeners).toEqual({});
     const releasedAt = performance.now();
     await lock.unlock();
     await eventually('second view', async () => lines.length === 2);
