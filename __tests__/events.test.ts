@@ -156,6 +156,19 @@ describe('LockClient events', () => {
     ]);
   });
 
+  test('unlock() after a fixed lease ran out does not point to a lockLost event it did not emit', async () => {
+    const client = redis.client();
+    const lost: Array<LockClientEvents['lockLost'][0]> = [];
+    client.on('lockLost', (event) => lost.push(event));
+    const lock = client.getLock('ev-lease-ran-out');
+    await lock.lock(50);
+    await sleep(150);
+    const error = await lock.unlock().catch((e: Error) => e);
+    expect(error).toMatchObject({ code: 'ERR_LOCK_NOT_HELD' });
+    expect((error as Error).message).toMatch(/lease ran out while it was held \(lease-expired\)$/);
+    expect(lost).toEqual([]);
+  });
+
   test('a Redis error during an acquisition is reported as notAcquired with the error', async () => {
     const client = redis.client();
     await redis.admin().set('ev-wrongtype', 'not a hash');
