@@ -187,6 +187,8 @@ describe('rlock command on a server', () => {
     const state = JSON.parse((await rlock(['inspect', 'cli:pes', '--redis', url(), '--json'])).stdout);
     expect(state.counter).toBe(1);
     expect(state.expirablePermits).toEqual([expect.objectContaining({ id })]);
+    const text = (await rlock(['inspect', 'cli:pes', '--redis', url()])).stdout;
+    expect(text).toMatch(new RegExp(`^ {2}permits {4}${id} {2}returns in [\\d.]+ s$`, 'm'));
     const listed = JSON.parse((await rlock(['list', 'cli:*', '--redis', url(), '--json'])).stdout);
     expect(listed.map((item: { name: string }) => item.name)).toEqual(['cli:pes', 'cli:sem']);
   });
@@ -344,6 +346,8 @@ describe('rlock command on a server', () => {
     });
     await eventually('first view', async () => lines.length === 1);
     expect(JSON.parse(lines[0] as string).holders).toHaveLength(1);
+    // Its own subscription is not a client waiting for the lock.
+    expect(JSON.parse(lines[0] as string).listeners).toEqual({});
     const releasedAt = performance.now();
     await lock.unlock();
     await eventually('second view', async () => lines.length === 2);

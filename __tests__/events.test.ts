@@ -138,6 +138,37 @@ describe('LockClient events', () => {
     ]);
   });
 
+  test('a lock deleted under its holder is reported as lost when the release finds it gone', async () => {
+    const client = redis.client();
+    const lost: Array<LockClientEvents['lockLost'][0]> = [];
+    client.on('lockLost', (event) => lost.push(event));
+    const body = client.getLock('ev-deleted').withLock(async () => {
+      await redis.admin().del('ev-deleted');
+    });
+    await expect(body).rejects.toMatchObject({ code: 'ERR_LOCK_NOT_HELD' });
+    const lock = client.getLock('ev-deleted-by-hand');
+    await lock.lock();
+    await redis.admin().del('ev-deleted-by-hand');
+    await expect(lock.unlock()).rejects.toMatchObject({ code: 'ERR_LOCK_NOT_HELD' });
+    expect(lost).toMatchObject([
+      { name: 'ev-deleted', code: 'not-in-redis' },
+      { name: 'ev-deleted-by-hand', code: 'not-in-redis' },
+    ]);
+  });
+
+  test('unlock() after a fixed lease ran out does not point to a lockLost event it did not emit', async () => {
+    const client = redis.client();
+    const lost: Array<LockClientEvents['lockLost'][0]> = [];
+    client.on('lockLost', (event) => lost.push(event));
+    const lock = client.getLock('ev-lease-ran-out');
+    await lock.lock(50);
+    await sleep(150);
+    const error = await lock.unlock().catch((e: Error) => e);
+    expect(error).toMatchObject({ code: 'ERR_LOCK_NOT_HELD' });
+    expect((error as Error).message).toMatch(/lease ran out while it was held \(lease-expired\)$/);
+    expect(lost).toEqual([]);
+  });
+
   test('a Redis error during an acquisition is reported as notAcquired with the error', async () => {
     const client = redis.client();
     await redis.admin().set('ev-wrongtype', 'not a hash');

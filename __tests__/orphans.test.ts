@@ -126,6 +126,6 @@ describe('handles and tasks that are dropped while they hold a lock', () => {
     const lock = client.getLock('ran-out');
     await lock.lock(100);
     await sleep(200);
-    await expect(lock.unlock()).rejects.toThrow(/lease was lost while it was held \(lease-expired/);
+    await expect(lock.unlock()).rejects.toThrow(/lease ran out while it was held \(lease-expired\)/);
   });
 });

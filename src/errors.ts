@@ -35,6 +35,8 @@ export class LockNotHeldError extends RLockError<'ERR_LOCK_NOT_HELD'> {
 }
 
 function explainNotHeld({ heldByOthers, lost, heldForBody, inTask }: NotHeldHint): string {
+  // A fixed lease that ran out outside withLock is expected and emits no lockLost event.
+  if (lost === 'lease-expired') return 'its lease ran out while it was held (lease-expired)';
   if (lost !== undefined) {
     return `its lease was lost while it was held (${lost}; see the lockLost event)`;
   }

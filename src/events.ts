@@ -269,7 +269,7 @@ export async function debugWakeSource(
   debug('lock %s: %s listens for releases', name, ownerId);
   return {
     sleep: async (ms, signal) => {
-      debug('lock %s: %s waits up to %d ms', name, ownerId, ms);
+      debug('lock %s: %s waits up to %d ms', name, ownerId, Math.round(ms));
       const reason = await source.sleep(ms, signal);
       debug('lock %s: %s woke (%s)', name, ownerId, reason);
       return reason;

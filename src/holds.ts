@@ -174,7 +174,11 @@ export class HoldBook {
    * The hold keeps its place in the owner's gate until the caller leaves it, once Redis has the
    * release (a sibling's acquisition must not overtake it).
    */
-  takeForRelease(name: string, ownerId: string, hold?: Hold): { hold: Hold; inBook: boolean } | undefined {
+  takeForRelease(
+    name: string,
+    ownerId: string,
+    hold?: Hold,
+  ): { hold: Hold; inBook: boolean; entry?: HeldLock } | undefined {
     const entry = this.get(name, ownerId);
     let index = -1;
     if (entry) {
@@ -185,7 +189,7 @@ export class HoldBook {
     const [taken] = entry.holds.splice(index, 1) as [Hold];
     if (entry.holds.length === 0) this.drop(entry);
     else this.watchExpiry(entry);
-    return { hold: taken, inBook: true };
+    return { hold: taken, inBook: true, entry };
   }
 
   /** Whether `ownerId` holds `name` for a withLock body now (unlock() may not take those). */
@@ -254,6 +258,15 @@ export class HoldBook {
     if (announce && (!entry.quiet || code === 'orphaned')) {
       this.onLost({ name: entry.name, ownerId: entry.ownerId, code, reason });
     }
+  }
+
+  /**
+   * The release of the last hold of `entry` (already out of the book) found nothing in Redis: the
+   * lease was lost while it was held, and is known only now.
+   */
+  lostAtRelease(entry: HeldLock, reason: string): void {
+    this.remember(bookKey(entry.name, entry.ownerId), 'not-in-redis');
+    if (!entry.quiet) this.onLost({ name: entry.name, ownerId: entry.ownerId, code: 'not-in-redis', reason });
   }
 
   /** Remembers the newest losses only: enough to explain the unlock() that usually follows. */

@@ -53,7 +53,7 @@ export function describeState(state: NameState): string {
   for (const [index, permit] of (state.expirablePermits ?? []).entries()) {
     const expiry =
       permit.expiresInMs === undefined ? 'never expires' : `returns in ${seconds(permit.expiresInMs)}`;
-    row(index === 0 ? 'permits out' : '', `${permit.id}  ${expiry}`);
+    row(index === 0 ? 'permits' : '', `${permit.id}  ${expiry}`);
   }
   state.queue.forEach((waiter, index) => {
     const place =

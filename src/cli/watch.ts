@@ -20,6 +20,7 @@ export async function watch(
   try {
     while (!stop.aborted) {
       const state = await readState(redis, name, keyPrefix);
+      if (listener) state.listeners = withoutOwnSubscription(state.listeners);
       const seen = JSON.stringify({ ...state, queue: state.queue.map((w) => w.ownerId), ttlMs: undefined });
       if (options.json) {
         if (seen !== last) write(`${JSON.stringify({ at: new Date().toISOString(), ...state })}\n`);
@@ -40,6 +41,15 @@ export async function watch(
   } finally {
     listener?.disconnect();
   }
+}
+
+/** The watch subscribes to every wake-up channel of the name itself: it is not a waiting client. */
+function withoutOwnSubscription(listeners: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(listeners)
+      .map(([channel, count]): [string, number] => [channel, count - 1])
+      .filter(([, count]) => count > 0),
+  );
 }
 
 /**

@@ -208,6 +208,7 @@ export abstract class BaseLock implements RLock {
       }
       if (result === null) {
         if (rest) book.lose(rest, 'not-in-redis', 'Redis no longer had its holds');
+        else if (taken.entry) book.lostAtRelease(taken.entry, 'Redis no longer had its holds');
         throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
       }
       if (result === 1 && rest)
