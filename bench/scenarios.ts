@@ -11,7 +11,7 @@ import {
   type Subject,
 } from './adapters';
 import { now, sleep } from './clock';
-import type { Acquisition } from './contention-worker';
+import type { Acquisition } from './contention-loop';
 import { contentionFigures, median, percentile, type ContentionFigures } from './stats';
 
 /** What a scenario measured for one library, or why it could not. */

@@ -5,7 +5,7 @@
 import { fork } from 'node:child_process';
 import { resolve } from 'node:path';
 import { now, sleep } from './clock';
-import type { Acquisition } from './contention-worker';
+import type { Acquisition } from './contention-loop';
 import { failed, type Outcome, type Settings } from './scenarios';
 import { openSemaphore, SEMAPHORE_LABELS, SEMAPHORES, type SemaphoreName } from './semaphore-adapters';
 import { percentile } from './stats';

@@ -1,4 +1,4 @@
-import type { Acquisition } from './contention-worker';
+import type { Acquisition } from './contention-loop';
 
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return Number.NaN;

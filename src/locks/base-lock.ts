@@ -10,9 +10,9 @@ import { DEBUG, debug, debugWakeSource, type LockKind as EventKind } from '../ev
 import { holdLatchKey, homeSlot } from '../keys';
 import { onAbort } from '../abort';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
-import { isPassing, type CallLimits, type Fate, type Lane } from '../redis-call';
+import { type CallLimits, type Fate, type Lane } from '../redis-call';
+import { callUntilAnswered, sendUntilAnswered } from '../resend';
 import { renewLocks } from '../scripts';
-import { retryPause } from '../timing';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
 import { acquireOrWait, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
 import type { LockContext } from './context';
@@ -232,23 +232,9 @@ export abstract class BaseLock implements RLock {
       this.context.events.released(this, owner, undefined, result === 1);
   }
 
-  /**
-   * One call whose outcome must be learned: if Redis does not answer in time it is sent again in
-   * the background (its latch makes it count once) while the caller gets the error.
-   */
-  private async callUntilAnswered<T>(operation: string, latchMs: number, send: () => Promise<T>): Promise<T> {
-    const resend = (): void => void this.retry(operation, latchMs, send);
-    try {
-      return await this.call(operation, send, {
-        onOrphaned: (fate) => {
-          if (fate.ran === 'unknown') resend();
-        },
-      });
-    } catch (error) {
-      // Not answered in time: it may still run, or never; sending it again settles which.
-      if (isPassing(error)) resend();
-      throw error;
-    }
+  /** A release or withdrawal whose outcome must be learned (see callUntilAnswered). */
+  private callUntilAnswered<T>(operation: string, latchMs: number, send: () => Promise<T>): Promise<T> {
+    return callUntilAnswered(this.context.calls, this.name, operation, latchMs, send);
   }
 
   /** The LockNotHeldError for `owner`, saying why when this client can tell. */
@@ -626,25 +612,9 @@ export abstract class BaseLock implements RLock {
     if (latch !== undefined) void this.retry('withdraw', leaseMs, () => this.withdraw(owner, latch, leaseMs));
   }
 
-  /**
-   * Sends `send` until Redis answers it, in the background: a withdrawal or a release whose first
-   * try went unanswered. Through passing failures it keeps trying until `lifetimeMs` has passed
-   * (by then the hold would have expired anyway, and its latch with it); its latch makes repeated
-   * tries count once.
-   */
-  private async retry(operation: string, lifetimeMs: number, send: () => Promise<unknown>): Promise<void> {
-    const until = performance.now() + lifetimeMs;
-    for (let tries = 1; ; tries += 1) {
-      try {
-        await this.call(operation, send);
-        return;
-      } catch (error) {
-        if (!isPassing(error)) return;
-      }
-      const pause = retryPause(tries);
-      if (performance.now() + pause >= until) return;
-      await new Promise((resolve) => setTimeout(resolve, pause).unref());
-    }
+  /** A withdrawal or release sent until Redis answers it, in the background (see sendUntilAnswered). */
+  private retry(operation: string, lifetimeMs: number, send: () => Promise<unknown>): Promise<void> {
+    return sendUntilAnswered(this.context.calls, this.name, operation, lifetimeMs, send);
   }
 
   private async confirm(owner: string, leaseMs: number, hold: Hold): Promise<void> {

@@ -1,11 +1,12 @@
-import { homeSlot, requestLatchKey } from '../keys';
+import { homeSlot, requestLatchKey, type SemaphoreKeys } from '../keys';
 import type { LockContext } from '../locks/context';
 import type { Subscription, WakePolicy } from '../pubsub';
-import { isPassing, type CallLimits } from '../redis-call';
-import type { PublishCommand } from '../scripts';
-import { retryPause } from '../timing';
+import type { CallLimits } from '../redis-call';
+import { callUntilAnswered, sendUntilAnswered } from '../resend';
+import { trySetSemaphorePermits, type PublishCommand } from '../scripts';
 import { checkLockName } from '../validate';
 import type { StepLimits } from '../wait';
+import { checkPermits } from './permits';
 
 /**
  * What the synchronizers share: the name and its cluster slot, budgeted Redis calls, request
@@ -53,34 +54,25 @@ export abstract class Synchronizer {
    * time it is sent again in the background until it does (the latch makes it count once), so a
    * release is never lost to a slow moment, while the caller gets the error.
    */
-  protected async callUntilAnswered<T>(operation: string, send: () => Promise<T>): Promise<T> {
-    const resend = (): void => void this.sendUntilAnswered(operation, send);
-    try {
-      return await this.call(operation, send, {
-        onOrphaned: (fate) => {
-          if (fate.ran === 'unknown') resend();
-        },
-      });
-    } catch (error) {
-      if (isPassing(error)) resend();
-      throw error;
-    }
+  protected callUntilAnswered<T>(operation: string, send: () => Promise<T>): Promise<T> {
+    this.context.closed.throwIfAborted();
+    return callUntilAnswered(this.context.calls, this.name, operation, this.latchMs, send);
   }
 
   /** Sends `send` until Redis answers it, through passing failures, for at most latchMs. */
-  protected async sendUntilAnswered(operation: string, send: () => Promise<unknown>): Promise<void> {
-    const until = performance.now() + this.latchMs;
-    for (let tries = 1; ; tries += 1) {
-      try {
-        await this.context.calls.run(this.name, operation, send);
-        return;
-      } catch (error) {
-        if (!isPassing(error)) return;
-      }
-      const pause = retryPause(tries);
-      if (performance.now() + pause >= until) return;
-      await new Promise((resolve) => setTimeout(resolve, pause).unref());
-    }
+  protected sendUntilAnswered(operation: string, send: () => Promise<unknown>): Promise<void> {
+    return sendUntilAnswered(this.context.calls, this.name, operation, this.latchMs, send);
+  }
+
+  /** Sets the permits of a semaphore at `keys` when none are set yet (both semaphores' trySetPermits). */
+  protected async trySetPermitCount(keys: SemaphoreKeys, permits: number): Promise<boolean> {
+    checkPermits(permits);
+    const publish = await this.publishCommand();
+    const latched: [string, string, string] = [keys.permits, keys.channel, this.newRequestLatch()];
+    const set = await this.callUntilAnswered('trySetPermits', () =>
+      trySetSemaphorePermits(this.context.redis, latched, [permits, this.latchMs, publish]),
+    );
+    return set === 1;
   }
 
   /** Waiters sleep on `channel`, woken as `wakes` says, shared per client. */

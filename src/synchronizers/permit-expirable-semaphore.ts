@@ -7,14 +7,13 @@ import {
   addExpirablePermits,
   availableExpirablePermits,
   releaseExpirablePermit,
-  trySetSemaphorePermits,
   updateExpirablePermitLease,
   withdrawExpirablePermit,
 } from '../scripts';
 import { checkCount, checkTime, rangeError, typeError } from '../validate';
 import { Synchronizer, wakeForPermits } from './base';
 import { waitForPermits } from './permit-wait';
-import { checkPermits, MAX_PERMITS, parseWaitOptions } from './permits';
+import { MAX_PERMITS, parseWaitOptions } from './permits';
 import type { PermitWaitOptions, RPermitExpirableSemaphore } from './types';
 
 /** Redisson's permit ids: 16 random bytes, shown as 32 hex characters. */
@@ -50,14 +49,8 @@ export class PermitExpirableSemaphore extends Synchronizer implements RPermitExp
     this.keys = expirableSemaphoreKeys(this.name, this.slot);
   }
 
-  async trySetPermits(permits: number): Promise<boolean> {
-    checkPermits(permits);
-    const publish = await this.publishCommand();
-    const keys: [string, string, string] = [this.keys.permits, this.keys.channel, this.newRequestLatch()];
-    const set = await this.callUntilAnswered('trySetPermits', () =>
-      trySetSemaphorePermits(this.context.redis, keys, [permits, this.latchMs, publish]),
-    );
-    return set === 1;
+  trySetPermits(permits: number): Promise<boolean> {
+    return this.trySetPermitCount(this.keys, permits);
   }
 
   async addPermits(permits: number): Promise<void> {

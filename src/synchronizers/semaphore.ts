@@ -1,13 +1,7 @@
 import { semaphoreKeys, type SemaphoreKeys } from '../keys';
 import type { LockContext } from '../locks/context';
 import type { Subscription } from '../pubsub';
-import {
-  acquireSemaphore,
-  addSemaphorePermits,
-  drainSemaphore,
-  trySetSemaphorePermits,
-  withdrawSemaphore,
-} from '../scripts';
+import { acquireSemaphore, addSemaphorePermits, drainSemaphore, withdrawSemaphore } from '../scripts';
 import { checkCount, checkWaitTime, isOptionsObject, typeError } from '../validate';
 import { Synchronizer, wakeForPermits } from './base';
 import { waitForPermits } from './permit-wait';
@@ -23,14 +17,8 @@ export class Semaphore extends Synchronizer implements RSemaphore {
     this.keys = semaphoreKeys(this.name, this.slot);
   }
 
-  async trySetPermits(permits: number): Promise<boolean> {
-    checkPermits(permits);
-    const publish = await this.publishCommand();
-    const keys: [string, string, string] = [this.keys.permits, this.keys.channel, this.newRequestLatch()];
-    const set = await this.callUntilAnswered('trySetPermits', () =>
-      trySetSemaphorePermits(this.context.redis, keys, [permits, this.latchMs, publish]),
-    );
-    return set === 1;
+  trySetPermits(permits: number): Promise<boolean> {
+    return this.trySetPermitCount(this.keys, permits);
   }
 
   async addPermits(permits: number): Promise<void> {
