@@ -26,6 +26,7 @@ export {
 export type {
   FencedHeld,
   Held,
+  LockHold,
   LockOptions,
   RFencedLock,
   RLock,

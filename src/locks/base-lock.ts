@@ -16,7 +16,8 @@ import { renewLocks } from '../scripts';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
 import { acquireOrWait, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
 import type { LockContext } from './context';
-import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
+import { lockHold } from './lock-hold';
+import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
 type GiveUp = (owner: string) => Promise<unknown>;
 
@@ -336,6 +337,29 @@ export abstract class BaseLock implements RLock {
       return result;
     };
     return currentTask() ? run() : runAsHandle(this, this.handleOwner, this.handleFrame, run);
+  }
+
+  /**
+   * Acquires as lock() does, for the current owner, and hands back the hold: its release gives
+   * back this very hold (not whatever is newest). Calls nested after it in the same owner's code
+   * re-enter, as after lock().
+   */
+  async hold(options?: WithLockOptions): Promise<LockHold> {
+    const parsed = parseLockOptions(options);
+    const waitTime = parsed.waitTime ?? -1;
+    const owner = this.currentOwner();
+    const acquired = await this.acquire(waitTime, parsed.leaseTime, parsed.signal);
+    if (acquired === false) throw new LockTimeoutError(this.name, waitTime);
+    const { book } = this.context;
+    const entry = book.get(this.name, owner);
+    const guard = entry ? book.guard(entry) : new AbortController();
+    return lockHold(guard.signal, acquired.token, async () => {
+      entry?.guards.delete(guard);
+      // close() gave back every hold already (and aborted the signal): nothing left to release.
+      if (this.context.closed.aborted) return;
+      await this.releaseHold(owner, acquired.hold);
+      await this.requireReplicas('release');
+    });
   }
 
   /** close(): gives back `hold` of `owner`, so that waiters elsewhere take over at once. */

@@ -3,7 +3,7 @@ import { acquireFencedLock } from '../scripts';
 import { checkLeaseTime, checkWaitTime } from '../validate';
 import type { LockContext } from './context';
 import { ReentrantLock } from './lock';
-import type { FencedHeld, RFencedLock, WithLockOptions } from './types';
+import type { FencedHeld, LockHold, RFencedLock, WithLockOptions } from './types';
 
 /**
  * The reentrant lock plus a fencing token (Redisson RFencedLock layout): every acquisition,
@@ -37,6 +37,11 @@ export class FencedLock extends ReentrantLock implements RFencedLock {
     if (typeof fn !== 'function') return super.withLock(fn, options);
     // Every acquisition of this kind carries its token (see acquire()).
     return super.withLock((held) => fn(held as FencedHeld), options);
+  }
+
+  override async hold(options?: WithLockOptions): Promise<LockHold & { token: number }> {
+    // Every acquisition of this kind carries its token (see acquire()).
+    return (await super.hold(options)) as LockHold & { token: number };
   }
 
   async getToken(): Promise<number | null> {

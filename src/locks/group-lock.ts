@@ -15,7 +15,8 @@ import type { Hold } from '../holds';
 import { BaseLock } from './base-lock';
 import { quorumAtLeast, quorumDeleted, quorumReleased, quorumSaysYes } from './quorum';
 import type { RedisErrorReport } from './context';
-import type { Held, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
+import { lockHold } from './lock-hold';
+import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
 /**
  * One lock made of several (Redisson's RedissonMultiLock and RedissonRedLock).
@@ -284,6 +285,21 @@ export class GroupLock implements RLock {
       }
       await this.unlock();
       return result;
+    });
+  }
+
+  /** Acquires as lock() does and hands back the hold, released with unlock() (see RLock.hold). */
+  async hold(options?: WithLockOptions): Promise<LockHold> {
+    const parsed = parseOptions(options);
+    const waitTime = parsed.waitTime ?? -1;
+    if (!(await this.take(waitTime, parsed.leaseTime, parsed.signal))) {
+      throw new LockTimeoutError(this.name, waitTime);
+    }
+    const held = this.trackers.get(this.ownerKey())?.at(-1)?.controller ?? new AbortController();
+    return lockHold(held.signal, undefined, async () => {
+      // The client is closing: close() gives back every hold it has.
+      if (this.rules.closing.aborted) return;
+      await this.unlock();
     });
   }
 

@@ -19,6 +19,16 @@ export interface Held {
   token?: number;
 }
 
+/**
+ * A hold taken by `hold()`: given back by `release()`, or by leaving the block of an
+ * `await using` declaration (TypeScript 5.2+, or a runtime with explicit resource management).
+ */
+export interface LockHold extends Held {
+  /** Releases this hold (what unlock() would give back); later calls answer the first's promise. */
+  release(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 export interface WithLockOptions extends LockOptions {
   /** How long to wait in ms; -1 (default) waits forever. LockTimeoutError when it passes. */
   waitTime?: number;
@@ -52,6 +62,11 @@ export interface RLock {
   remainTimeToLive(): Promise<number>;
   /** Acquires, runs fn as the owner, always releases. LockTimeoutError when waitTime passes. */
   withLock<T>(fn: (held: Held) => Promise<T> | T, options?: WithLockOptions): Promise<T>;
+  /**
+   * Acquires as lock() does (waitTime -1, the default, waits forever; LockTimeoutError when it
+   * passes) and hands back the hold, for `await using`: it is released when the block is left.
+   */
+  hold(options?: WithLockOptions): Promise<LockHold>;
 }
 
 /** What a fenced lock's `withLock` hands its callback: the acquisition's fencing token is always there. */
@@ -70,4 +85,6 @@ export interface RFencedLock extends RLock {
   tryLockAndGetToken(waitTime?: number, leaseTime?: number): Promise<number | null>;
   /** The latest token handed out for this lock, or null when none was. */
   getToken(): Promise<number | null>;
+  /** As RLock's hold; the hold carries this acquisition's fencing token. */
+  hold(options?: WithLockOptions): Promise<LockHold & { token: number }>;
 }
