@@ -5,6 +5,7 @@ import { holderIds } from './helpers/holders';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep } from './helpers/wait';
 import { startWorker } from './helpers/workers';
+import { UNCONFIRMED_POLL_MS } from '../src/pubsub';
 
 const queueKey = (name: string): string => `rlock_fair_queue:{${name}}`;
 const deadlinesKey = (name: string): string => `rlock_fair_deadlines:{${name}}`;
@@ -174,6 +175,18 @@ describe('fair lock', () => {
       });
       waits.push(done);
     }
+    // Under load the hand-off channel's subscription may be confirmed late, and until it is the
+    // waiters look again every UNCONFIRMED_POLL_MS: count only once it listens.
+    const channel = 'rlock_fair__channel:{fair-watch}';
+    await eventually('the hand-off channel subscribed', async () => {
+      const counts = await redis.everyMaster(async (node) => {
+        const [, classic] = (await node.pubsub('NUMSUB', channel)) as [string, number];
+        const [, sharded] = (await node.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number];
+        return Number(classic) + Number(sharded);
+      });
+      return counts.some((count) => count > 0);
+    });
+    await sleep(UNCONFIRMED_POLL_MS);
     let attempts = 0;
     const send = connection.sendCommand.bind(connection);
     connection.sendCommand = (command, ...rest) => {
