@@ -309,9 +309,7 @@ export abstract class BaseLock implements RLock {
       const body = new Frame(this.currentFrame());
       const acquired = await this.acquire(waitTime, parsed.leaseTime, parsed.signal, { body });
       if (acquired === false) throw new LockTimeoutError(this.name, waitTime);
-      const { book } = this.context;
-      const entry = book.get(this.name, owner);
-      const guard = entry ? book.guard(entry) : new AbortController();
+      const { guard, dispose } = this.watchHold(owner);
       // The caller's signal aborts the held one too (without AbortSignal.any, which keeps a little
       // for every call made with a long-lived signal).
       const userSignal = parsed.signal;
@@ -330,7 +328,7 @@ export abstract class BaseLock implements RLock {
         throw error;
       } finally {
         stopListening?.();
-        entry?.guards.delete(guard);
+        dispose();
         done();
       }
       await this.releaseOwn(owner, acquired.hold);
@@ -350,15 +348,12 @@ export abstract class BaseLock implements RLock {
     const owner = this.currentOwner();
     const acquired = await this.acquire(waitTime, parsed.leaseTime, parsed.signal);
     if (acquired === false) throw new LockTimeoutError(this.name, waitTime);
-    const { book } = this.context;
-    const entry = book.get(this.name, owner);
-    const guard = entry ? book.guard(entry) : new AbortController();
+    const { guard, dispose } = this.watchHold(owner);
     return lockHold(guard.signal, acquired.token, async () => {
-      entry?.guards.delete(guard);
+      dispose();
       // close() gave back every hold already (and aborted the signal): nothing left to release.
       if (this.context.closed.aborted) return;
-      await this.releaseHold(owner, acquired.hold);
-      await this.requireReplicas('release');
+      await this.releaseOwn(owner, acquired.hold);
     });
   }
 
@@ -384,10 +379,21 @@ export abstract class BaseLock implements RLock {
    * lease is lost. Undefined when the owner holds nothing here.
    */
   watchCurrentHold(): { signal: AbortSignal; dispose: () => void } | undefined {
-    const entry = this.context.book.get(this.name, this.currentOwner());
-    if (!entry) return undefined;
-    const guard = this.context.book.guard(entry);
-    return { signal: guard.signal, dispose: () => entry.guards.delete(guard) };
+    const owner = this.currentOwner();
+    if (!this.context.book.get(this.name, owner)) return undefined;
+    const { guard, dispose } = this.watchHold(owner);
+    return { signal: guard.signal, dispose };
+  }
+
+  /**
+   * A controller that aborts when `owner`'s hold on this lock is lost (a plain one when the book
+   * has no entry), and how to stop watching.
+   */
+  private watchHold(owner: string): { guard: AbortController; dispose: () => void } {
+    const { book } = this.context;
+    const entry = book.get(this.name, owner);
+    const guard = entry ? book.guard(entry) : new AbortController();
+    return { guard, dispose: () => entry?.guards.delete(guard) };
   }
 
   /** Sets the lease of the current owner's newest hold to leaseTime, from now (a group lock's last step). */

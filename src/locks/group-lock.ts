@@ -269,7 +269,7 @@ export class GroupLock implements RLock {
       if (!(await this.take(waitTime, parsed.leaseTime, parsed.signal, body))) {
         throw new LockTimeoutError(this.name, waitTime);
       }
-      const held = this.trackers.get(this.ownerKey())?.at(-1)?.controller ?? new AbortController();
+      const held = this.newestHeld();
       const userSignal = parsed.signal;
       const stopListening = userSignal && onAbort(userSignal, () => held.abort(userSignal.reason));
       const done = this.rules.trackBody(body);
@@ -295,7 +295,7 @@ export class GroupLock implements RLock {
     if (!(await this.take(waitTime, parsed.leaseTime, parsed.signal))) {
       throw new LockTimeoutError(this.name, waitTime);
     }
-    const held = this.trackers.get(this.ownerKey())?.at(-1)?.controller ?? new AbortController();
+    const held = this.newestHeld();
     return lockHold(held.signal, undefined, async () => {
       // The client is closing: close() gives back every hold it has.
       if (this.rules.closing.aborted) return;
@@ -452,6 +452,11 @@ export class GroupLock implements RLock {
 
   private async release(taken: Taken[]): Promise<void> {
     await Promise.allSettled(taken.map(({ member, hold }) => member.releaseAsMember(hold)));
+  }
+
+  /** The controller of the current owner's newest acquisition: it aborts when the group is lost. */
+  private newestHeld(): AbortController {
+    return this.trackers.get(this.ownerKey())?.at(-1)?.controller ?? new AbortController();
   }
 
   /** Whose acquisitions of this group the trackers are: the owner the first member acts for. */
