@@ -176,7 +176,9 @@ describe('fair lock', () => {
       waits.push(done);
     }
     // Under load the hand-off channel's subscription may be confirmed late, and until it is the
-    // waiters look again every UNCONFIRMED_POLL_MS: count only once it listens.
+    // waiters look again every UNCONFIRMED_POLL_MS: count only once it listens, and once the looks
+    // of waiters whose last short sleep ended just then have reached Redis (on a busy machine they
+    // trail the sleep by a few hundred ms).
     const channel = 'rlock_fair__channel:{fair-watch}';
     await eventually('the hand-off channel subscribed', async () => {
       const counts = await redis.everyMaster(async (node) => {
@@ -186,7 +188,7 @@ describe('fair lock', () => {
       });
       return counts.some((count) => count > 0);
     });
-    await sleep(UNCONFIRMED_POLL_MS);
+    await sleep(3 * UNCONFIRMED_POLL_MS);
     let attempts = 0;
     const send = connection.sendCommand.bind(connection);
     connection.sendCommand = (command, ...rest) => {

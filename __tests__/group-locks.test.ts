@@ -38,9 +38,13 @@ describe('MultiLock and RedLock on independent masters', () => {
     expect(await multi.tryLock(300)).toBe(false);
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     expect(performance.now() - started).toBeLessThan(1_500);
-    // Nothing partial is left behind on the free members.
-    expect(await clients[0]!.getLock('m-all').isLocked()).toBe(false);
-    expect(await clients[1]!.getLock('m-all').isLocked()).toBe(false);
+    // Nothing partial is left behind on the free members. A member whose answer came after the
+    // round was decided (a busy machine) is given back as soon as it arrives, not before the call
+    // returns: look until then.
+    await eventually('the free members given back', async () => {
+      const locked = await Promise.all([0, 1].map((i) => clients[i]!.getLock('m-all').isLocked()));
+      return locked.every((held) => !held);
+    });
   });
 
   test('MultiLock applies the lease asked to every member, even after waiting', async () => {

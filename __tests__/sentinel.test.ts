@@ -25,7 +25,8 @@ describe('Sentinel and waitForReplicas', () => {
   });
 
   test('waitForReplicas: an acquisition no replica acknowledged is an error, and is given back', async () => {
-    const locks = client({ waitForReplicas: { replicas: 1, timeout: 300 } });
+    // A second for a healthy replica's acknowledgement: on a busy machine 300 ms can be too short.
+    const locks = client({ waitForReplicas: { replicas: 1, timeout: 1_000 } });
     const lock = locks.getLock('synced');
     await lock.lock();
     expect(await deployment.replica.connect().exists('synced')).toBe(1);

@@ -34,7 +34,8 @@ describe('failover of a cluster master', () => {
   });
 
   test("waitForReplicas sends WAIT to the master of the lock's slot", async () => {
-    const client = new LockClient(cluster.connect(), { waitForReplicas: { replicas: 1, timeout: 300 } });
+    // A second for the healthy replica's acknowledgement: on a busy machine 300 ms was seen to be too short.
+    const client = new LockClient(cluster.connect(), { waitForReplicas: { replicas: 1, timeout: 1_000 } });
     clients.push(client);
     // Two locks on different masters; only the first one's replica stops acknowledging.
     const stalled = await cluster.masterOf('{wait-a}');
