@@ -3,7 +3,7 @@ import { type LockLostEvent } from '../../src';
 import { hashSlot } from '../../src/slots';
 import type { RedisServer } from '../helpers/redis-server';
 import { useRedis } from '../helpers/setup';
-import { sleep } from '../helpers/wait';
+import { eventually, sleep } from '../helpers/wait';
 import { expectWokenByRelease } from '../helpers/wake';
 
 /**
@@ -153,7 +153,9 @@ describe('on a Redis Cluster', () => {
       (await Promise.all(keys.map((key) => redis.admin().exists(key)))).reduce((sum, n) => sum + n, 0);
     await other.getLock('multi-b').lock(10_000);
     expect(await group.tryLock(300, 5_000)).toBe(false);
-    expect(await existing('multi-a', 'multi-c')).toBe(0); // nothing partial left behind
+    // Nothing partial left behind: a member whose answer came after the round was decided (a busy
+    // machine) is given back as soon as it arrives, not before the call returns.
+    await eventually('the free members given back', async () => (await existing('multi-a', 'multi-c')) === 0);
     await other.getLock('multi-b').forceUnlock();
     expect(await group.tryLock(1_000, 5_000)).toBe(true);
     expect(await existing(...names)).toBe(3);
