@@ -164,7 +164,10 @@ describe('fair lock', () => {
     // A lease of 2 s, renewed every 667 ms: a waiter that slept on the ttl it saw would try again
     // about every 1.5 s. (Not shorter: on a busy machine a renewal late by the rest of the lease
     // lets the lease end, and the hand-over that follows is not what is counted here.)
-    await redis.client({ watchdogTimeout: 2_000 }).getFairLock('fair-watch').lock();
+    // The handle is kept until the end: a handle collected while it holds is orphaned, and its
+    // lease is no longer renewed.
+    const holder = redis.client({ watchdogTimeout: 2_000 }).getFairLock('fair-watch');
+    await holder.lock();
     const connection = redis.connect();
     const client = redis.client({ fairLockWaitTimeout: 60_000 }, connection); // no refresh meanwhile
     const order: number[] = [];
@@ -202,6 +205,7 @@ describe('fair lock', () => {
     await sleep(4_000);
     expect(attempts).toBeGreaterThanOrEqual(1);
     expect(attempts).toBeLessThanOrEqual(10);
+    expect(await holder.isHeldByCurrentTask()).toBe(true);
     await admin.del('fair-watch'); // the holder's lease ends without a release
     await Promise.all(waits);
     expect(order).toEqual(Array.from({ length: 40 }, (_, i) => i));
