@@ -2,7 +2,8 @@
  * `npm run bench:steps [-- --dist <folder>]`: where the time of one uncontended lock + unlock goes,
  * step by step, on a fresh redis-server: client CPU and wall time per call (sequential, one
  * connection), and Redis CPU per call (INFO commandstats), beside a `SET NX PX` + compare-and-delete
- * `EVAL` pair and a PING round trip. Prints a markdown table (docs/hot-path.md keeps the figures).
+ * `EVAL` pair, the floor Redisson's layout sets (scripts that only take and free a hash lock), an
+ * empty script and a PING round trip. Prints a markdown table (docs/hot-path.md keeps the figures).
  *
  * `--dist` measures another build of rlock (a folder holding index.cjs), to set a change beside
  * the build it replaces.
@@ -101,6 +102,29 @@ async function round(): Promise<Step[]> {
     steps.push(
       await measure(admin, 'compare-and-delete EVALSHA', (i) => redis.evalsha(sha, 1, `set:${i}`, 't')),
     );
+    // The least any script that takes and frees a lock in Redisson's layout does — a hash with an
+    // expiry, deleted with an announcement — with no ownership check and no re-send marks: the
+    // floor that layout sets, beside the string lock's SET NX PX.
+    const floorTake = (await redis.script(
+      'LOAD',
+      "redis.call('hset', KEYS[1], ARGV[1], 1) redis.call('pexpire', KEYS[1], ARGV[2]) return 1",
+    )) as string;
+    const floorFree = (await redis.script(
+      'LOAD',
+      "redis.call('del', KEYS[1]) redis.call('publish', KEYS[2], '0') return 1",
+    )) as string;
+    const empty = (await redis.script('LOAD', 'return 1')) as string;
+    steps.push(
+      await measure(admin, 'layout floor: HSET + PEXPIRE script', (i) =>
+        redis.evalsha(floorTake, 1, `floor:${i}`, 'owner:1', 30_000),
+      ),
+    );
+    steps.push(
+      await measure(admin, 'layout floor: DEL + PUBLISH script', (i) =>
+        redis.evalsha(floorFree, 2, `floor:${i}`, 'floor-channel'),
+      ),
+    );
+    steps.push(await measure(admin, 'empty script', () => redis.evalsha(empty, 0)));
     steps.push(await measure(admin, 'PING (round trip)', () => redis.ping()));
   } finally {
     await server.stop();
