@@ -1,3 +1,4 @@
+import { ownerLockKey } from './owner';
 import { onAbort } from './abort';
 import { ClientClosedError } from './errors';
 import type { FairLockKeys } from './keys';
@@ -244,5 +245,5 @@ export class FairWaiters {
 }
 
 function waiterKey(name: string, ownerId: string): string {
-  return `${ownerId}\u0000${name}`;
+  return ownerLockKey(ownerId, name);
 }

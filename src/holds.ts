@@ -1,7 +1,7 @@
 import { LockLostError, type LockLostCode } from './errors';
 import type { BaseLock } from './locks/base-lock';
 import type { LockContext } from './locks/context';
-import type { Frame } from './owner';
+import { ownerLockKey, type Frame } from './owner';
 import type { GateEntry, OwnerGates } from './owner-gate';
 
 /** Makes a new handle of the lock a hold belongs to (close() releases through it). */
@@ -304,5 +304,5 @@ export class HoldBook {
 const RECENT_LOSSES = 1_000;
 
 function bookKey(name: string, ownerId: string): string {
-  return `${ownerId}\u0000${name}`;
+  return ownerLockKey(ownerId, name);
 }

@@ -61,10 +61,11 @@ const LATCH_PREFIX = 'rlock_hold_latch';
 /**
  * The latch that makes one acquire or release request of lock `name` take effect once: the field
  * that marks its hold in the lock hash, and the key of the rare records that outlive the hold (see
- * lua/include/holds.lua).
+ * lua/include/holds.lua). It is `<holdLatchBase>:<requestId>`; the base is the same for every
+ * request on the lock.
  */
-export function holdLatchKey(name: string, requestId: string, slot?: number): string {
-  return `${prefixName(LATCH_PREFIX, name, slot)}:${requestId}`;
+export function holdLatchBase(name: string, slot?: number): string {
+  return prefixName(LATCH_PREFIX, name, slot);
 }
 
 /**

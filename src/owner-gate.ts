@@ -1,5 +1,5 @@
 import { onAbort } from './abort';
-import type { Frame } from './owner';
+import { ownerLockKey, type Frame } from './owner';
 
 /**
  * Re-entry is nesting, not concurrency. In Redis an owner's holds on a lock are one count, so two
@@ -70,7 +70,7 @@ export class OwnerGates {
     body: Frame,
     wait: GateWait,
   ): Promise<GateEntry | undefined> {
-    const key = `${owner}\u0000${name}`;
+    const key = ownerLockKey(owner, name);
     let gate = this.gates.get(key);
     if (!gate) {
       gate = new Gate(key);
