@@ -54,7 +54,8 @@ export interface LostLease {
 
 export class HeldLock {
   readonly holds: Hold[] = [];
-  readonly guards = new Set<AbortController>();
+  /** The running withLock calls on it, aborted when it is lost; made at the first one. */
+  guards?: Set<AbortController>;
   /** performance.now() until which Redis surely keeps the lease (the grant was sent before it). */
   leaseEnd = 0;
   /** A watchdog renewal is on its way; the next tick does not pile another on top. */
@@ -220,7 +221,7 @@ export class HoldBook {
   /** Registers a withLock call on the entry; it is aborted if the lease is lost. */
   guard(entry: HeldLock): AbortController {
     const controller = new AbortController();
-    entry.guards.add(controller);
+    (entry.guards ??= new Set()).add(controller);
     return controller;
   }
 
@@ -235,7 +236,7 @@ export class HoldBook {
   /** Aborts the running withLock calls on every hold with `error`, keeping the holds (close()). */
   abortGuards(error: (entry: HeldLock) => unknown): void {
     for (const entry of this.entries.values()) {
-      for (const guard of entry.guards) guard.abort(error(entry));
+      for (const guard of entry.guards ?? []) guard.abort(error(entry));
     }
   }
 
@@ -253,7 +254,7 @@ export class HoldBook {
     // withLock leaves the gate when it returns. A hold taken by hand leaves now.
     for (const hold of entry.holds) if (!hold.body) this.gates.leave(hold.entry);
     const error = new LockLostError(entry.name, entry.ownerId, code, reason);
-    for (const guard of entry.guards) guard.abort(error);
+    for (const guard of entry.guards ?? []) guard.abort(error);
     // A group member's loss is the group's to report, unless the group is gone with its holder.
     if (announce && (!entry.quiet || code === 'orphaned')) {
       this.onLost({ name: entry.name, ownerId: entry.ownerId, code, reason });
@@ -294,7 +295,12 @@ export class HoldBook {
     if (entry.byWatchdog) return;
     const delay = Math.max(0, entry.leaseEnd - performance.now());
     entry.expiryTimer = setTimeout(() => {
-      this.lose(entry, 'lease-expired', 'its lease ran out while it was still held', entry.guards.size > 0);
+      this.lose(
+        entry,
+        'lease-expired',
+        'its lease ran out while it was still held',
+        (entry.guards?.size ?? 0) > 0,
+      );
     }, delay);
     entry.expiryTimer.unref();
   }

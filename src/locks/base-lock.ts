@@ -397,7 +397,7 @@ export abstract class BaseLock implements RLock {
     const { book } = this.context;
     const entry = book.get(this.name, owner);
     const guard = entry ? book.guard(entry) : new AbortController();
-    return { guard, dispose: () => entry?.guards.delete(guard) };
+    return { guard, dispose: () => entry?.guards?.delete(guard) };
   }
 
   /** Sets the lease of the current owner's newest hold to leaseTime, from now (a group lock's last step). */
