@@ -19,6 +19,8 @@ export interface NotHeldHint {
   heldForBody?: boolean;
   /** The caller runs in a task (withLock, runInTask). */
   inTask?: boolean;
+  /** The owner's last unlock() was not answered by Redis; its release is being sent again. */
+  releaseUnanswered?: boolean;
 }
 
 /** unlock() by an owner that holds no hold: never locked, released already, or the lease ran out. */
@@ -34,7 +36,13 @@ export class LockNotHeldError extends RLockError<'ERR_LOCK_NOT_HELD'> {
   }
 }
 
-function explainNotHeld({ heldByOthers, lost, heldForBody, inTask }: NotHeldHint): string {
+function explainNotHeld({ heldByOthers, lost, heldForBody, inTask, releaseUnanswered }: NotHeldHint): string {
+  if (releaseUnanswered) {
+    return (
+      'its last unlock() was not answered by Redis (RedisUnavailableError), and that release is sent ' +
+      'again in the background until Redis answers it (it counts once): there is nothing left to unlock'
+    );
+  }
   // A fixed lease that ran out outside withLock is expected and emits no lockLost event.
   if (lost === 'lease-expired') return 'its lease ran out while it was held (lease-expired)';
   if (lost !== undefined) {

@@ -113,8 +113,11 @@ export class HoldBook {
   /** Entries whose holder was garbage-collected, until close() releases them. */
   private orphaned: HeldLock[] = [];
 
-  /** Why recent entries were lost, per (lock, owner), for a clearer LockNotHeldError. */
-  private readonly recentlyLost = new Map<string, LockLostCode>();
+  /**
+   * How recent entries ended, per (lock, owner), for a clearer LockNotHeldError: lost (why), or
+   * given back by a release Redis did not answer, which is being sent again in the background.
+   */
+  private readonly recentlyLost = new Map<string, LockLostCode | 'release-unanswered'>();
 
   constructor(
     private readonly gates: OwnerGates,
@@ -242,7 +245,18 @@ export class HoldBook {
 
   /** Why the owner's hold on `name` was lost, if it was lately (and not taken again since). */
   lostCodeOf(name: string, ownerId: string): LockLostCode | undefined {
-    return this.recentlyLost.get(bookKey(name, ownerId));
+    const ended = this.recentlyLost.get(bookKey(name, ownerId));
+    return ended === 'release-unanswered' ? undefined : ended;
+  }
+
+  /** The owner's last release of `name` was not answered; it is being sent again (see resend.ts). */
+  releaseUnanswered(name: string, ownerId: string): void {
+    this.remember(bookKey(name, ownerId), 'release-unanswered');
+  }
+
+  /** Whether the owner's last release of `name` went unanswered (and nothing was taken since). */
+  isReleaseUnanswered(name: string, ownerId: string): boolean {
+    return this.recentlyLost.get(bookKey(name, ownerId)) === 'release-unanswered';
   }
 
   /** The lease is gone: forget the entry, tell the listeners and abort the running withLock calls. */
@@ -271,7 +285,7 @@ export class HoldBook {
   }
 
   /** Remembers the newest losses only: enough to explain the unlock() that usually follows. */
-  private remember(key: string, code: LockLostCode): void {
+  private remember(key: string, code: LockLostCode | 'release-unanswered'): void {
     this.recentlyLost.delete(key);
     this.recentlyLost.set(key, code);
     if (this.recentlyLost.size > RECENT_LOSSES) {

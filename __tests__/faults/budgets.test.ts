@@ -1,6 +1,7 @@
 import type { RedisOptions } from 'ioredis';
 import {
   LockClient,
+  LockNotHeldError,
   RedisUnavailableError,
   type LockClientOptions,
   type RedisErrorEvent,
@@ -112,10 +113,14 @@ describe.each(OPTION_SETS)('time budgets with %s', (label, ioredisOptions) => {
         timed(locks.getFairLock('b-pause-fair').tryLock(2_000)),
         timed(locks.getLock('b-pause-once').tryLock()),
       ]);
+      // The release goes on in the background: unlock() again finds nothing to give back, and says why.
+      expectUnavailable(await releasing, 'b-pause-release');
+      const again = await released.unlock().catch((error: unknown) => error);
+      expect(again).toBeInstanceOf(LockNotHeldError);
+      expect(String((again as Error).message)).toMatch(/last unlock\(\) was not answered by Redis/);
     } finally {
       server.thaw();
     }
-    expectUnavailable(await releasing, 'b-pause-release');
     reportFault(`server paused (${label})`, {
       tryLockMs: outcomes[0]!.ms,
       withLockMs: outcomes[1]!.ms,

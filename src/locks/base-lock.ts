@@ -10,7 +10,7 @@ import { DEBUG, debug, debugWakeSource, type LockKind as EventKind } from '../ev
 import { holdLatchBase, homeSlot } from '../keys';
 import { onAbort } from '../abort';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
-import { type CallLimits, type Fate, type Lane } from '../redis-call';
+import { isPassing, type CallLimits, type Fate, type Lane } from '../redis-call';
 import { callUntilAnswered, sendUntilAnswered } from '../resend';
 import { renewLocks } from '../scripts';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
@@ -203,7 +203,11 @@ export abstract class BaseLock implements RLock {
       const closesBefore = this.context.reconnects.count;
       let result = await this.callUntilAnswered('release', latchMs, () =>
         this.release(owner, latch, latchMs, !marked),
-      );
+      ).catch((error: unknown) => {
+        // Sent again in the background (see callUntilAnswered): a later unlock() is told so.
+        if (isPassing(error)) book.releaseUnanswered(this.name, owner);
+        throw error;
+      });
       const rest = book.get(this.name, owner);
       if (result === null && !rest && this.context.reconnects.count !== closesBefore) {
         // The connection closed while the release was out, and ioredis sent it again: the copy
@@ -250,6 +254,7 @@ export abstract class BaseLock implements RLock {
       heldForBody: book.heldForBody(this.name, owner),
       inTask: currentTask() !== undefined,
       lost,
+      releaseUnanswered: lost === undefined && book.isReleaseUnanswered(this.name, owner),
     });
   }
 
