@@ -68,6 +68,13 @@ describe('rlock command line', () => {
     expect(outcome.stderr.trim()).toBe(
       `rlock: cannot connect to redis://user:***@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`,
     );
+    // With --json the failure is one JSON line too.
+    const json = await rlock(['list', '--json', '--redis', `redis://127.0.0.1:${port}`]);
+    expect(json.status).toBe(1);
+    expect(JSON.parse(json.stderr)).toEqual({
+      error: `cannot connect to redis://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`,
+      exitCode: 1,
+    });
   });
 });
 
@@ -320,6 +327,10 @@ describe('rlock command on a server', () => {
       (await rlock(['list', 'pre*', '--redis', url(), '--key-prefix', 'svc:', '--json'])).stdout,
     );
     expect(listed).toEqual([expect.objectContaining({ name: 'prefixed', kinds: ['lock'] })]);
+    // Without --key-prefix the listing says where the prefixed clients keep their keys.
+    const unprefixed = await rlock(['list', '--redis', url()]);
+    expect(unprefixed.status).toBe(0);
+    expect(unprefixed.stderr).toMatch(/list them with --key-prefix 'svc:'/);
   });
 
   test('watch prints the state again when it changes, and Ctrl-C ends it', async () => {

@@ -89,12 +89,33 @@ async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promis
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
+export interface Listing {
+  locks: Listed[];
+  /**
+   * Further key prefixes (an ioredis keyPrefix) under which rlock clients announce themselves:
+   * their locks are read with --key-prefix <prefix>, and are not in `locks`.
+   */
+  otherPrefixes: string[];
+}
+
+const CLIENT_ENTRY = 'rlock_client:{';
+
+/** The prefixes before client entries (`<prefix>rlock_client:{<id>}`) that are not this listing's. */
+function otherPrefixesIn(keys: string[]): string[] {
+  const prefixes = new Set<string>();
+  for (const key of keys) {
+    const at = key.indexOf(CLIENT_ENTRY);
+    if (at > 0) prefixes.add(key.slice(0, at));
+  }
+  return [...prefixes].sort();
+}
+
 export async function list(
   redis: Connection,
   pattern: string,
   keyPrefix: string,
   count: number,
-): Promise<Listed[]> {
+): Promise<Listing> {
   // One walk over every key: a fair queue or a counter is listed under its lock's name, which the
   // pattern matches, though its own key does not.
   const keys = await scanAll(redis, keyPrefix);
@@ -133,11 +154,12 @@ export async function list(
     if (!matches(key)) return;
     await describeKey(redis, key, entry);
   });
-  return [...byName.values()]
+  const locks = [...byName.values()]
     .filter((listed) => listed.kinds.length > 0)
     .map((listed) => ({ ...listed, kinds: listed.kinds.sort((a, b) => kindRank(a) - kindRank(b)) }))
     .sort((a, b) => a.name.localeCompare(b.name))
     .slice(0, count);
+  return { locks, otherPrefixes: otherPrefixesIn(keys) };
 }
 
 /** A key the pattern named: a lock hash, a counter, or something that is not rlock's. */

@@ -24,8 +24,15 @@ async function run(line: CommandLine, stop: AbortSignal): Promise<string | undef
       case 'inspect':
         return await inspect(redis, name, line.keyPrefix, line.json);
       case 'list': {
-        const listed = await list(redis, line.argument ?? '*', line.keyPrefix, line.count);
-        return line.json ? JSON.stringify(listed, null, 2) : describeListing(listed);
+        const { locks, otherPrefixes } = await list(redis, line.argument ?? '*', line.keyPrefix, line.count);
+        if (otherPrefixes.length > 0 && !line.json) {
+          // Locks of services that set an ioredis keyPrefix are keys under it: say where to look.
+          const where = otherPrefixes.map((prefix) => `--key-prefix '${prefix}'`).join(', ');
+          process.stderr.write(
+            `rlock: rlock clients also keep keys under a prefix; list them with ${where}\n`,
+          );
+        }
+        return line.json ? JSON.stringify(locks, null, 2) : describeListing(locks);
       }
       case 'watch':
         await watch(redis, name, line.keyPrefix, {
@@ -67,13 +74,20 @@ function failure(error: unknown): { message: string; status: number } {
 async function main(): Promise<void> {
   const stop = new AbortController();
   process.once('SIGINT', () => stop.abort());
+  const args = process.argv.slice(2);
   try {
-    const output = await run(parseCommandLine(process.argv.slice(2), process.env), stop.signal);
+    const output = await run(parseCommandLine(args, process.env), stop.signal);
     if (output !== undefined) process.stdout.write(`${output}\n`);
     process.exitCode = EXIT.done;
   } catch (error) {
     const { message, status } = failure(error);
-    process.stderr.write(`rlock: ${message}\n`);
+    // A script that asked for JSON reads the failure as JSON too (even when the command line was
+    // what failed to parse).
+    process.stderr.write(
+      args.includes('--json')
+        ? `${JSON.stringify({ error: message, exitCode: status })}\n`
+        : `rlock: ${message}\n`,
+    );
     process.exitCode = status;
   }
 }
