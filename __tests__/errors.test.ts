@@ -66,6 +66,10 @@ describe('bad input', () => {
     expect(() => new LockClient(connection, { watchdogTimeout: Number.NaN })).toThrow(/watchdogTimeout/);
     expect(() => new LockClient(connection, { watchdogBatchSize: 0 })).toThrow(/watchdogBatchSize/);
     expect(() => new LockClient(connection, { clientId: '' })).toThrow(/clientId/);
+    // The value is echoed, as for the other options.
+    expect(() => new LockClient(connection, { clientId: 'orders{eu}' })).toThrow(
+      /clientId must be .* without braces .*; got "orders\{eu\}"/,
+    );
     expect(() => new LockClient(connection, { commandTimeout: 0 })).toThrow(/^commandTimeout must be/);
     expect(() => new LockClient({} as never)).toThrow(/ioredis-compatible/);
     expect(() => new LockClient(connection, { pubSub: 'fast' as never })).toThrow(

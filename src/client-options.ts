@@ -134,7 +134,8 @@ function parseLabel(value: unknown): string | undefined {
   if (value.length > MAX_LABEL_LENGTH || /[{}\u0000-\u001f\u007f]/.test(value)) {
     throw Object.assign(
       new RangeError(
-        `clientId must be at most ${MAX_LABEL_LENGTH} characters, without braces or control characters`,
+        `clientId must be at most ${MAX_LABEL_LENGTH} characters, without braces or control characters; ` +
+          `got ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`,
       ),
       { code: 'ERR_OUT_OF_RANGE' },
     );
