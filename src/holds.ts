@@ -117,7 +117,7 @@ export class HoldBook {
    * How recent entries ended, per (lock, owner), for a clearer LockNotHeldError: lost (why), or
    * given back by a release Redis did not answer, which is being sent again in the background.
    */
-  private readonly recentlyLost = new Map<string, LockLostCode | 'release-unanswered'>();
+  private readonly recentEnds = new Map<string, LockLostCode | 'release-unanswered'>();
 
   constructor(
     private readonly gates: OwnerGates,
@@ -140,7 +140,7 @@ export class HoldBook {
     const key = bookKey(name, ownerId);
     let entry = this.entries.get(key);
     if (!entry) {
-      this.recentlyLost.delete(key);
+      this.recentEnds.delete(key);
       entry = new HeldLock(name, ownerId, hold.reopen);
       entry.quiet = how.quiet === true;
       entry.explicit = how.explicit === true;
@@ -245,7 +245,7 @@ export class HoldBook {
 
   /** Why the owner's hold on `name` was lost, if it was lately (and not taken again since). */
   lostCodeOf(name: string, ownerId: string): LockLostCode | undefined {
-    const ended = this.recentlyLost.get(bookKey(name, ownerId));
+    const ended = this.recentEnds.get(bookKey(name, ownerId));
     return ended === 'release-unanswered' ? undefined : ended;
   }
 
@@ -256,7 +256,7 @@ export class HoldBook {
 
   /** Whether the owner's last release of `name` went unanswered (and nothing was taken since). */
   isReleaseUnanswered(name: string, ownerId: string): boolean {
-    return this.recentlyLost.get(bookKey(name, ownerId)) === 'release-unanswered';
+    return this.recentEnds.get(bookKey(name, ownerId)) === 'release-unanswered';
   }
 
   /** The lease is gone: forget the entry, tell the listeners and abort the running withLock calls. */
@@ -286,10 +286,10 @@ export class HoldBook {
 
   /** Remembers the newest losses only: enough to explain the unlock() that usually follows. */
   private remember(key: string, code: LockLostCode | 'release-unanswered'): void {
-    this.recentlyLost.delete(key);
-    this.recentlyLost.set(key, code);
-    if (this.recentlyLost.size > RECENT_LOSSES) {
-      this.recentlyLost.delete(this.recentlyLost.keys().next().value as string);
+    this.recentEnds.delete(key);
+    this.recentEnds.set(key, code);
+    if (this.recentEnds.size > RECENT_LOSSES) {
+      this.recentEnds.delete(this.recentEnds.keys().next().value as string);
     }
   }
 
