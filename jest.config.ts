@@ -31,6 +31,7 @@ const PORTABLE = [
   'read-write-lock',
   'read-write-processes',
   'spin-lock',
+  'ioredis-options',
 ].map((file) => `<rootDir>/__tests__/${file}.test.ts`);
 
 const config: Config = {

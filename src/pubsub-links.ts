@@ -31,8 +31,10 @@ export interface PubSubLink {
  * SUBSCRIBE that went out first (subscribe commands may, while the connection sets itself up)
  * puts the connection in subscriber mode, where the INFO is refused and ioredis drops the
  * connection as failed. ioredis' own cluster subscribers turn it off for the same reason.
+ * No auto-pipelining either (a caller's `enableAutoPipelining` is copied by duplicate()): ioredis
+ * keeps SUBSCRIBE out of its auto-pipelines, but not SSUBSCRIBE, and a subscriber gains nothing.
  */
-export const SUBSCRIBER_OVERRIDES = { enableReadyCheck: false } as const;
+export const SUBSCRIBER_OVERRIDES = { enableReadyCheck: false, enableAutoPipelining: false } as const;
 
 /**
  * One pub/sub connection and the channels wanted on it. After the connection drops and comes

@@ -30,6 +30,7 @@ export interface RedisConnection {
 export interface SubscriberOverrides {
   retryStrategy?: (attempt: number) => number | null;
   enableReadyCheck?: boolean;
+  enableAutoPipelining?: boolean;
 }
 
 /** A client that can open a second connection like itself (for pub/sub). */

@@ -28,6 +28,42 @@ function readLua(file: string): string {
   return lua;
 }
 
+/** The part of an ioredis client its script commands use when they run (see scriptSender). */
+interface CommandSender {
+  options: { enableAutoPipelining?: boolean };
+  sendCommand(command: unknown, stream?: unknown, node?: unknown): unknown;
+}
+
+const directSenders = new WeakMap<object, CommandSender>();
+
+/**
+ * What a script command is called on: the connection itself, unless it has ioredis'
+ * `enableAutoPipelining`. An auto-pipeline is a Pipeline made when the first command of a tick
+ * arrives, and it knows only the scripts defined by then: a script rlock defines later in that
+ * tick is "not a function" there, and ioredis then throws from its own callback, which ends the
+ * process. An auto-pipeline also answers all its commands together, one pipeline at a time, so a
+ * slow command would hold the others past their budgets. rlock's scripts therefore go out as
+ * ordinary commands, through an object that looks to ioredis' script function like a client
+ * without auto-pipelining and hands each command to the connection's own sendCommand.
+ */
+function scriptSender(redis: RedisConnection): RedisConnection {
+  const client = redis as unknown as Partial<CommandSender>;
+  if (client.options?.enableAutoPipelining !== true || typeof client.sendCommand !== 'function') return redis;
+  let sender = directSenders.get(redis);
+  if (!sender) {
+    const connection = client as CommandSender;
+    sender = {
+      // Every other option read through, live; only auto-pipelining is off.
+      options: Object.create(connection.options, { enableAutoPipelining: { value: false } }) as {
+        enableAutoPipelining: boolean;
+      },
+      sendCommand: (command, stream, node) => connection.sendCommand(command, stream, node),
+    };
+    directSenders.set(redis, sender);
+  }
+  return sender as unknown as RedisConnection;
+}
+
 function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
   file: string,
 ): Script<Keys, Args, Result> {
@@ -55,7 +91,7 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
       command = commands[name] as ScriptCall;
     }
     // ioredis flattens array arguments: no spread of keys and args into a new array per call.
-    const reply = await command.call(redis, keys, args);
+    const reply = await command.call(scriptSender(redis), keys, args);
     // ioredis-mock answers a Lua nil with undefined, ioredis with null.
     return (reply === undefined ? null : reply) as Result;
   };

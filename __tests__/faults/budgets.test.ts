@@ -29,6 +29,8 @@ const OPTION_SETS: Array<[string, RedisOptions]> = [
   ['maxRetriesPerRequest: null', { maxRetriesPerRequest: null }],
   ['maxRetriesPerRequest: 1', { maxRetriesPerRequest: 1 }],
   ['enableOfflineQueue: false', { enableOfflineQueue: false }],
+  // Commands of one tick go out together, answered together, one pipeline at a time.
+  ['enableAutoPipelining: true', { enableAutoPipelining: true }],
   // ioredis then fails a command itself, yet the command may run later: what it took is given back.
   ['ioredis commandTimeout: 500', { commandTimeout: 500 }],
 ];

@@ -13,6 +13,7 @@ export const deployment: Deployment =
 /** What a test may set on a connection of either kind. */
 export interface ConnectOptions {
   keyPrefix?: string;
+  enableAutoPipelining?: boolean;
 }
 
 /** A connection to the test's Redis at `port` (on a cluster, any node: the rest is discovered). */
