@@ -19,7 +19,6 @@ describe('ioredis options', () => {
     });
     afterEach(async () => {
       await client.close();
-      connection.disconnect();
     });
 
     /** Runs `work` beside a command of the app's, both sent in the same tick; returns work's answer. */

@@ -94,7 +94,17 @@ interface PendingCall {
   endsWithClose: boolean;
 }
 
+/** The part of a connection's socket that coalescing uses (see RedisCalls.coalesce). */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
 export class RedisCalls {
+  /** A command went out in this tick already (see coalesce). */
+  private tickOpen = false;
+  /** The socket held corked until the end of this tick, if any. */
+  private corked: Corkable | undefined;
   /** Calls waiting for the connection's next 'ready'. */
   private readonly readyWaiters = new Set<() => void>();
   private listening = false;
@@ -184,6 +194,7 @@ export class RedisCalls {
         }
         let sent: Promise<T>;
         try {
+          this.coalesce();
           sent = send();
         } catch (error) {
           return fail(error);
@@ -220,6 +231,33 @@ export class RedisCalls {
       waitingForReady = this.whenReady(dispatch, fail);
     });
   }
+
+  /**
+   * Commands sent in one tick (a burst of acquisitions, the releases that one read of replies sets
+   * off) leave the process in one write instead of one each: the first goes out at once, and the
+   * socket is corked for the rest until the end of the tick. One write per command was a quarter
+   * of the client's CPU with thousands in flight. The socket keeps the order of every write, the
+   * app's own commands on the connection included, so ioredis' queue of replies stays in step.
+   */
+  private coalesce(): void {
+    if (!this.tickOpen) {
+      this.tickOpen = true;
+      process.nextTick(this.endTick);
+      return;
+    }
+    if (this.corked) return;
+    const socket = (this.redis as { stream?: Partial<Corkable> }).stream;
+    if (typeof socket?.cork !== 'function' || typeof socket.uncork !== 'function') return;
+    socket.cork();
+    this.corked = socket as Corkable;
+  }
+
+  private readonly endTick = (): void => {
+    this.tickOpen = false;
+    const socket = this.corked;
+    this.corked = undefined;
+    socket?.uncork();
+  };
 
   /** Settles every pending call of a wait with `reason` (the client is closing). */
   abortWaits(reason: unknown): void {
