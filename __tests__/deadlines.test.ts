@@ -1,4 +1,4 @@
-import { Deadlines } from '../src/deadlines';
+import { Deadlines, type Deadline } from '../src/deadlines';
 
 /** Resolves after `ms`. */
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -31,7 +31,7 @@ describe('Deadlines (call budgets on one timer per client)', () => {
     const expired: string[] = [];
     const first = deadlines.add(20, () => expired.push('first'));
     deadlines.add(40, () => expired.push('second'));
-    deadlines.cancel(first, 20);
+    deadlines.cancel(first);
     await sleep(80);
     expect(expired).toEqual(['second']);
   });
@@ -45,5 +45,16 @@ describe('Deadlines (call budgets on one timer per client)', () => {
     });
     await sleep(80);
     expect(expired).toEqual(['outer', 'inner']);
+  });
+
+  test('cancelling the first, a middle and the last of one budget keeps the others, in order', async () => {
+    const deadlines = new Deadlines();
+    const expired: number[] = [];
+    const made = Array.from({ length: 6 }, (_, i) => deadlines.add(20, () => expired.push(i)));
+    for (const i of [0, 2, 5]) deadlines.cancel(made[i] as Deadline);
+    deadlines.cancel(made[2] as Deadline); // a second cancel changes nothing
+    deadlines.add(20, () => expired.push(6));
+    await sleep(80);
+    expect(expired).toEqual([1, 3, 4, 6]);
   });
 });

@@ -8,8 +8,22 @@
  * earliest head of them all.
  */
 export interface Deadline {
+  /** performance.now() time at which it expires. */
   readonly at: number;
-  readonly expire: () => void;
+  expire(): void;
+  /** Kept by Deadlines: the queue it waits in (none once expired or cancelled), and its neighbours. */
+  queue?: DeadlineQueue;
+  earlier?: Deadline;
+  later?: Deadline;
+}
+
+/**
+ * The pending deadlines of one budget, oldest first, linked through the deadlines themselves:
+ * adding and cancelling allocate nothing (a Set per budget did, each time it emptied and filled).
+ */
+export interface DeadlineQueue {
+  first?: Deadline;
+  last?: Deadline;
 }
 
 export class Deadlines {
@@ -19,30 +33,41 @@ export class Deadlines {
    */
   constructor(private readonly inClientScope: <T>(fn: () => T) => T = (fn) => fn()) {}
 
-  /** Budget in ms -> its pending deadlines, oldest first (a Set keeps insertion order). */
-  private readonly queues = new Map<number, Set<Deadline>>();
+  /** Budget in ms -> its queue. An emptied queue stays until the timer fires (no churn per call). */
+  private readonly queues = new Map<number, DeadlineQueue>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
 
   /** Calls `expire` once `budget` ms have passed, unless cancelled first. */
   add(budget: number, expire: () => void): Deadline {
-    const deadline: Deadline = { at: performance.now() + budget, expire };
+    return this.insert(budget, { at: performance.now() + budget, expire });
+  }
+
+  /** Adds `deadline`, due `budget` ms after it was made (its `at`); an object of the caller's own. */
+  insert<D extends Deadline>(budget: number, deadline: D): D {
     let queue = this.queues.get(budget);
     if (!queue) {
-      queue = new Set();
+      queue = {};
       this.queues.set(budget, queue);
     }
-    queue.add(deadline);
+    deadline.queue = queue;
+    deadline.earlier = queue.last;
+    deadline.later = undefined;
+    if (queue.last) queue.last.later = deadline;
+    else queue.first = deadline;
+    queue.last = deadline;
     if (deadline.at < this.timerAt) this.schedule(deadline.at);
     return deadline;
   }
 
-  cancel(deadline: Deadline, budget: number): void {
-    const queue = this.queues.get(budget);
-    if (!queue?.delete(deadline)) return;
-    // The timer stays: when it fires early it finds nothing due and waits for the next head (one
-    // wake-up per budget, instead of a timer set and cleared per call).
-    if (queue.size === 0) this.queues.delete(budget);
+  /**
+   * Takes `deadline` out; nothing when it expired or was cancelled already. The timer stays: when
+   * it fires early it finds nothing due and waits for the next head (one wake-up per budget,
+   * instead of a timer set and cleared per call).
+   */
+  cancel(deadline: Deadline): void {
+    const { queue } = deadline;
+    if (queue) unlink(queue, deadline);
   }
 
   private schedule(at: number): void {
@@ -62,17 +87,26 @@ export class Deadlines {
     const due: Deadline[] = [];
     let next = Infinity;
     for (const [budget, queue] of this.queues) {
-      for (const deadline of queue) {
+      for (let deadline = queue.first; deadline; deadline = queue.first) {
         if (deadline.at > now) {
           next = Math.min(next, deadline.at);
           break;
         }
         due.push(deadline);
-        queue.delete(deadline);
+        unlink(queue, deadline);
       }
-      if (queue.size === 0) this.queues.delete(budget);
+      if (!queue.first) this.queues.delete(budget);
     }
     if (next < Infinity) this.schedule(next);
     for (const deadline of due) deadline.expire();
   }
+}
+
+function unlink(queue: DeadlineQueue, deadline: Deadline): void {
+  const { earlier, later } = deadline;
+  if (earlier) earlier.later = later;
+  else queue.first = later;
+  if (later) later.earlier = earlier;
+  else queue.last = earlier;
+  deadline.queue = deadline.earlier = deadline.later = undefined;
 }

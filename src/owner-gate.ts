@@ -59,9 +59,10 @@ export class OwnerGates {
   private readonly gates = new Map<string, Gate>();
 
   /**
-   * Enters the gate of (`name`, `owner`) from `frame`, for a holder whose code will run in `body`.
-   * Resolves at once when allowed; otherwise waits, and resolves undefined when the deadline
-   * passes first (rejects when the signal aborts or the client closes).
+   * Enters the gate of (`name`, `owner`) from `frame`, for a holder whose code will run in `body`:
+   * the entry itself when allowed at once (nothing to wait for, so nothing to await); otherwise a
+   * wait, which resolves undefined when the deadline passes first (rejects when the signal aborts
+   * or the client closes).
    */
   enter(
     name: string,
@@ -69,7 +70,7 @@ export class OwnerGates {
     frame: Frame,
     body: Frame,
     wait: GateWait,
-  ): Promise<GateEntry | undefined> {
+  ): GateEntry | Promise<GateEntry | undefined> {
     const key = ownerLockKey(owner, name);
     let gate = this.gates.get(key);
     if (!gate) {
@@ -79,9 +80,7 @@ export class OwnerGates {
     // A call nested in the current holder goes on at once, even past waiting siblings (they wait
     // for the holder, which waits for it); into an empty gate, waiting calls go first.
     const nested = gate.entries.length > 0 && gate.admits(frame);
-    if (nested || (gate.entries.length === 0 && gate.waiters.length === 0)) {
-      return Promise.resolve(gate.push(body));
-    }
+    if (nested || (gate.entries.length === 0 && gate.waiters.length === 0)) return gate.push(body);
     return this.waitToEnter(gate, frame, body, wait);
   }
 

@@ -1,6 +1,6 @@
 import { onAbort } from './abort';
 import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
-import { Deadlines } from './deadlines';
+import { Deadlines, type Deadline, type DeadlineQueue } from './deadlines';
 import type { RedisConnection } from './redis';
 
 /**
@@ -91,8 +91,11 @@ export function asLockError(error: unknown, lock: string, operation: string): un
 
 interface PendingCall {
   fail(error: unknown): void;
-  endsWithClose: boolean;
+  readonly endsWithClose: boolean;
 }
+
+/** The limits of a call that has none of its own. */
+const NO_LIMITS: CallLimits<never> = Object.freeze({});
 
 /** The part of a connection's socket that coalescing uses (see RedisCalls.coalesce). */
 interface Corkable {
@@ -105,11 +108,13 @@ export class RedisCalls {
   private tickOpen = false;
   /** The socket held corked until the end of this tick, if any. */
   private corked: Corkable | undefined;
-  /** Calls waiting for the connection's next 'ready'. */
-  private readonly readyWaiters = new Set<() => void>();
+  /** Calls waiting for the connection's next 'ready' (used by CallInFlight). */
+  readonly readyWaiters = new Set<() => void>();
   private listening = false;
-  private readonly pending = new Set<PendingCall>();
-  private readonly deadlines: Deadlines;
+  /** The calls of waits in flight, which close() settles (used by CallInFlight). */
+  readonly waits = new Set<PendingCall>();
+  /** The budgets of the calls in flight (used by CallInFlight). */
+  readonly deadlines: Deadlines;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -126,110 +131,57 @@ export class RedisCalls {
    * within the budget with its answer, or rejects with an RLockError (RedisUnavailableError,
    * RedisReplyError) naming the lock and the operation.
    */
-  run<T>(lock: string, operation: string, send: () => Promise<T>, limits: CallLimits<T> = {}): Promise<T> {
-    const budget = limits.budget ?? this.commandTimeout;
-    const { signal, lane } = limits;
-    if (signal?.aborted) return Promise.reject(signal.reason);
+  run<T>(lock: string, operation: string, send: () => Promise<T>, limits?: CallLimits<T>): Promise<T> {
+    const given = limits ?? (NO_LIMITS as CallLimits<T>);
+    if (given.signal?.aborted) return Promise.reject(given.signal.reason);
     return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      let waitingForReady: (() => void) | undefined;
-      /** The command went out: from then on, giving up on it leaves a fate to learn. */
-      let dispatched = false;
-      let fateKnown = false;
-      let grace: NodeJS.Timeout | undefined;
-      let answered: (() => void) | undefined;
-      /** What became of a dispatched command, learned once: to onOrphaned, and to the lane. */
-      const learn = (fate: Fate<T> | undefined): void => {
-        if (fateKnown) return;
-        fateKnown = true;
-        clearTimeout(grace);
-        answered?.();
-        if (fate && settledWithoutIt) limits.onOrphaned?.(fate);
-      };
-      let settledWithoutIt = false;
-      const finish = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        this.deadlines.cancel(deadline, budget);
-        stopListening?.();
-        if (waitingForReady) this.readyWaiters.delete(waitingForReady);
-        this.pending.delete(call);
-        return true;
-      };
-      const call: PendingCall = {
-        fail: (error) => {
-          if (!finish()) return;
-          reject(error);
-          if (dispatched && !fateKnown) {
-            settledWithoutIt = true;
-            // A command that never settles (a reset connection that ioredis does not re-send)
-            // counts as "unknown" after one more commandTimeout.
-            if (limits.onOrphaned || lane) {
-              grace = setTimeout(() => learn({ ran: 'unknown' }), this.commandTimeout);
-              grace.unref();
-            }
-          }
-        },
-        endsWithClose: limits.endsWithClose === true,
-      };
-      const fail = (error: unknown): void => call.fail(asLockError(error, lock, operation));
-      const deadline = this.deadlines.add(budget, () => {
-        const status = this.status();
-        const detail =
-          status === undefined || status === 'ready'
-            ? `Redis did not answer within ${Math.round(budget)} ms`
-            : `Redis was not reachable within ${Math.round(budget)} ms (connection ${status})`;
-        fail(new RedisUnavailableError(lock, operation, detail));
-      });
-      const stopListening = signal && onAbort(signal, () => call.fail(signal.reason));
-      this.pending.add(call);
-
-      const dispatch = (): void => {
-        waitingForReady = undefined;
-        if (settled) return;
-        if (lane?.unanswered) {
-          // Still answered late, maybe: this call goes out after it (while its budget lasts).
-          lane.unanswered.then(dispatch, dispatch);
-          return;
-        }
-        let sent: Promise<T>;
-        try {
-          this.coalesce();
-          sent = send();
-        } catch (error) {
-          return fail(error);
-        }
-        dispatched = true;
-        if (lane) {
-          const unanswered = new Promise<void>((resolveAnswered) => (answered = resolveAnswered));
-          lane.unanswered = unanswered;
-          void unanswered.then(() => {
-            if (lane.unanswered === unanswered) lane.unanswered = undefined;
-          });
-        }
-        sent.then(
-          (value) => {
-            if (finish()) resolve(value);
-            learn({ ran: true, value });
-          },
-          (error: unknown) => {
-            // The connection dropped between the check and the write: wait for it again.
-            if (!settled && isNotWritable(error) && this.status() !== 'ready') {
-              dispatched = false;
-              learn(undefined);
-              waitingForReady = this.whenReady(dispatch, fail);
-              return;
-            }
-            // Written, then cut off or timed out by ioredis: it may run yet, or have run.
-            const ambiguous = mayHaveRun(error);
-            if (!settled && ambiguous) settledWithoutIt = true;
-            fail(error);
-            learn(ambiguous ? { ran: 'unknown' } : undefined);
-          },
-        );
-      };
-      waitingForReady = this.whenReady(dispatch, fail);
+      new CallInFlight(this, lock, operation, send, given, resolve, reject).start();
     });
+  }
+
+  /** Settles every pending call of a wait with `reason` (the client is closing). */
+  abortWaits(reason: unknown): void {
+    for (const call of [...this.waits]) call.fail(reason);
+  }
+
+  /**
+   * Dispatches `call` at once when the connection is ready; otherwise when it is, returning the
+   * callback registered for that. Fails it when the connection never will be ready (it was closed
+   * by its owner).
+   */
+  whenReady(call: CallInFlight<unknown>): (() => void) | undefined {
+    const status = this.status();
+    if (status === undefined || status === 'ready') {
+      call.dispatch();
+      return undefined;
+    }
+    if (status === 'end') {
+      call.failWith(new ConnectionEnded());
+      return undefined;
+    }
+    // lazyConnect: nothing connects until a command is sent, and none will be until it is ready.
+    if (status === 'wait')
+      (this.redis as { connect?: () => Promise<unknown> }).connect?.().catch(() => undefined);
+    this.listen();
+    const waiter = (): void => {
+      this.readyWaiters.delete(waiter);
+      call.dispatch();
+    };
+    this.readyWaiters.add(waiter);
+    return waiter;
+  }
+
+  /** One 'ready' listener for every waiting call, not one each (they can be thousands). */
+  private listen(): void {
+    if (this.listening) return;
+    this.listening = true;
+    this.redis.on('ready', () => {
+      for (const waiter of [...this.readyWaiters]) waiter();
+    });
+  }
+
+  status(): string | undefined {
+    return (this.redis as { status?: string }).status;
   }
 
   /**
@@ -238,8 +190,9 @@ export class RedisCalls {
    * socket is corked for the rest until the end of the tick. One write per command was a quarter
    * of the client's CPU with thousands in flight. The socket keeps the order of every write, the
    * app's own commands on the connection included, so ioredis' queue of replies stays in step.
+   * Called by CallInFlight just before it sends.
    */
-  private coalesce(): void {
+  coalesce(): void {
     if (!this.tickOpen) {
       this.tickOpen = true;
       process.nextTick(this.endTick);
@@ -258,49 +211,157 @@ export class RedisCalls {
     this.corked = undefined;
     socket?.uncork();
   };
+}
 
-  /** Settles every pending call of a wait with `reason` (the client is closing). */
-  abortWaits(reason: unknown): void {
-    for (const call of [...this.pending]) if (call.endsWithClose) call.fail(reason);
+/**
+ * One call in flight: what RedisCalls.run promised, from the wait for a ready connection to the
+ * fate of an answer that came too late. One object per call, not a closure per outcome: with
+ * thousands of calls in flight, what each keeps alive is what the garbage collector copies.
+ */
+class CallInFlight<T> implements PendingCall, Deadline {
+  readonly at: number;
+  queue?: DeadlineQueue;
+  earlier?: Deadline;
+  later?: Deadline;
+  readonly endsWithClose: boolean;
+  private readonly budget: number;
+  private settled = false;
+  /** The command went out: from then on, giving up on it leaves a fate to learn. */
+  private dispatched = false;
+  private fateKnown = false;
+  /** The call settled before the command's answer came: its fate goes to onOrphaned. */
+  private settledWithoutIt = false;
+  private grace: NodeJS.Timeout | undefined;
+  /** Resolves the lane's `unanswered` once this command's fate is known. */
+  private answered: (() => void) | undefined;
+  private waitingForReady: (() => void) | undefined;
+  private stopListening: (() => void) | undefined;
+
+  constructor(
+    private readonly calls: RedisCalls,
+    private readonly lock: string,
+    private readonly operation: string,
+    private readonly send: () => Promise<T>,
+    private readonly limits: CallLimits<T>,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.budget = limits.budget ?? calls.commandTimeout;
+    this.at = performance.now() + this.budget;
+    this.endsWithClose = limits.endsWithClose === true;
   }
 
-  /**
-   * Runs `go` at once when the connection is ready; otherwise when it is, returning the callback
-   * registered for that. `fail` when it never will be (the connection was closed by its owner).
-   */
-  private whenReady(go: () => void, fail: (error: unknown) => void): (() => void) | undefined {
-    const status = this.status();
-    if (status === undefined || status === 'ready') {
-      go();
-      return undefined;
+  start(): void {
+    const { calls } = this;
+    calls.deadlines.insert(this.budget, this);
+    const { signal } = this.limits;
+    if (signal) this.stopListening = onAbort(signal, () => this.fail(signal.reason));
+    if (this.endsWithClose) calls.waits.add(this);
+    this.waitingForReady = calls.whenReady(this as CallInFlight<unknown>);
+  }
+
+  /** Sends the command (the connection is ready), after the lane's previous one was answered. */
+  dispatch(): void {
+    this.waitingForReady = undefined;
+    if (this.settled) return;
+    const { lane } = this.limits;
+    if (lane?.unanswered) {
+      // Still answered late, maybe: this call goes out after it (while its budget lasts).
+      const again = (): void => this.dispatch();
+      lane.unanswered.then(again, again);
+      return;
     }
-    if (status === 'end') {
-      fail(new ConnectionEnded());
-      return undefined;
+    let sent: Promise<T>;
+    try {
+      this.calls.coalesce();
+      sent = this.send();
+    } catch (error) {
+      return this.failWith(error);
     }
-    // lazyConnect: nothing connects until a command is sent, and none will be until it is ready.
-    if (status === 'wait')
-      (this.redis as { connect?: () => Promise<unknown> }).connect?.().catch(() => undefined);
-    this.listen();
-    const waiter = (): void => {
-      this.readyWaiters.delete(waiter);
-      go();
-    };
-    this.readyWaiters.add(waiter);
-    return waiter;
+    this.dispatched = true;
+    this.fateKnown = false;
+    if (lane) {
+      const unanswered = new Promise<void>((resolveAnswered) => (this.answered = resolveAnswered));
+      lane.unanswered = unanswered;
+      void unanswered.then(() => {
+        if (lane.unanswered === unanswered) lane.unanswered = undefined;
+      });
+    }
+    sent.then(
+      (value) => this.answer(value),
+      (error: unknown) => this.refused(error),
+    );
   }
 
-  /** One 'ready' listener for every waiting call, not one each (they can be thousands). */
-  private listen(): void {
-    if (this.listening) return;
-    this.listening = true;
-    this.redis.on('ready', () => {
-      for (const waiter of [...this.readyWaiters]) waiter();
-    });
+  /** The deadline passed: the call fails, saying whether Redis was slow or out of reach. */
+  expire(): void {
+    const status = this.calls.status();
+    const budget = Math.round(this.budget);
+    const detail =
+      status === undefined || status === 'ready'
+        ? `Redis did not answer within ${budget} ms`
+        : `Redis was not reachable within ${budget} ms (connection ${status})`;
+    this.failWith(new RedisUnavailableError(this.lock, this.operation, detail));
   }
 
-  private status(): string | undefined {
-    return (this.redis as { status?: string }).status;
+  /** Settles the call with `error` as it is (an abort's or close's reason). */
+  fail(error: unknown): void {
+    if (!this.finish()) return;
+    this.reject(error);
+    if (this.dispatched && !this.fateKnown) {
+      this.settledWithoutIt = true;
+      // A command that never settles (a reset connection that ioredis does not re-send) counts
+      // as "unknown" after one more commandTimeout.
+      if (this.limits.onOrphaned || this.limits.lane) {
+        this.grace = setTimeout(() => this.learn({ ran: 'unknown' }), this.calls.commandTimeout);
+        this.grace.unref();
+      }
+    }
+  }
+
+  /** Settles the call with the error a caller sees for `error` (see asLockError). */
+  failWith(error: unknown): void {
+    this.fail(asLockError(error, this.lock, this.operation));
+  }
+
+  private answer(value: T): void {
+    if (this.finish()) this.resolve(value);
+    this.learn({ ran: true, value });
+  }
+
+  private refused(error: unknown): void {
+    // The connection dropped between the check and the write: wait for it again.
+    if (!this.settled && isNotWritable(error) && this.calls.status() !== 'ready') {
+      this.dispatched = false;
+      this.learn(undefined);
+      this.waitingForReady = this.calls.whenReady(this as CallInFlight<unknown>);
+      return;
+    }
+    // Written, then cut off or timed out by ioredis: it may run yet, or have run.
+    const ambiguous = mayHaveRun(error);
+    if (!this.settled && ambiguous) this.settledWithoutIt = true;
+    this.failWith(error);
+    this.learn(ambiguous ? { ran: 'unknown' } : undefined);
+  }
+
+  private finish(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    const { calls } = this;
+    calls.deadlines.cancel(this);
+    this.stopListening?.();
+    if (this.waitingForReady) calls.readyWaiters.delete(this.waitingForReady);
+    if (this.endsWithClose) calls.waits.delete(this);
+    return true;
+  }
+
+  /** What became of a dispatched command, learned once: to onOrphaned, and to the lane. */
+  private learn(fate: Fate<T> | undefined): void {
+    if (this.fateKnown) return;
+    this.fateKnown = true;
+    if (this.grace) clearTimeout(this.grace);
+    this.answered?.();
+    if (fate && this.settledWithoutIt) this.limits.onOrphaned?.(fate);
   }
 }
 

@@ -172,7 +172,7 @@ export abstract class BaseLock implements RLock {
   async unlock(): Promise<void> {
     this.throwIfClosed('closed');
     await this.releaseHold(this.currentOwner());
-    await this.requireReplicas('release');
+    if (this.context.replicaAcks) await this.requireReplicas('release');
   }
 
   /**
@@ -380,7 +380,7 @@ export abstract class BaseLock implements RLock {
       );
     }
     await this.releaseHold(owner, hold);
-    await this.requireReplicas('release');
+    if (this.context.replicaAcks) await this.requireReplicas('release');
   }
 
   /**
@@ -436,7 +436,7 @@ export abstract class BaseLock implements RLock {
   async releaseAsMember(hold: Hold): Promise<void> {
     this.throwIfClosed('closed');
     await this.releaseHold(this.currentOwner(), hold, true);
-    await this.requireReplicas('release');
+    if (this.context.replicaAcks) await this.requireReplicas('release');
   }
 
   /** The owner id the current caller acts for on this lock. */
@@ -528,11 +528,12 @@ export abstract class BaseLock implements RLock {
     this.noticeOverdueLease(owner);
     const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
     const startedAt = performance.now();
-    const entry = await context.gates.enter(this.name, this.gateOwner(owner), frame, how.body ?? frame, {
+    const admitted = context.gates.enter(this.name, this.gateOwner(owner), frame, how.body ?? frame, {
       deadline: waitTime < 0 ? Infinity : startedAt + waitTime,
       signal,
       closing: context.closing,
     });
+    const entry = admitted instanceof Promise ? await admitted : admitted;
     if (!entry) return false;
     // Whatever the gate took of the wait; a wait that ran out there makes one attempt.
     const waitLeft =
@@ -643,13 +644,16 @@ export abstract class BaseLock implements RLock {
     // The client's entry (see ClientRegistry) must outlive this lease too, however long the wait was.
     context.registry.keepFor(leaseMs);
     if (leaseTime < 0) context.watchdog.start();
-    try {
-      await this.requireReplicas('acquire');
-    } catch (error) {
-      // A hold a failover could lose is not handed out: give it back (without waiting for the
-      // replicas a second time), then say why.
-      await this.releaseHold(owner, hold, true).catch(() => undefined);
-      throw error;
+    // Only with waitForReplicas: an await of nothing costs every acquisition a turn of the queue.
+    if (this.context.replicaAcks) {
+      try {
+        await this.requireReplicas('acquire');
+      } catch (error) {
+        // A hold a failover could lose is not handed out: give it back (without waiting for the
+        // replicas a second time), then say why.
+        await this.releaseHold(owner, hold, true).catch(() => undefined);
+        throw error;
+      }
     }
     return { hold, token };
   }
