@@ -89,6 +89,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private subscriberInstance?: Subscriber;
   /** Settles once the pub/sub mode is known (on a cluster, after asking the servers). */
   private pubSubModeResolution?: Promise<PubSubMode>;
+  private publishCommandResolution?: Promise<PublishCommand>;
   private requestCount = 0;
   private readonly context: LockContext;
   private readonly calls: RedisCalls;
@@ -415,8 +416,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     });
   }
 
-  private async publishCommand(): Promise<PublishCommand> {
-    return publishCommandOf(await this.pubSubMode());
+  /** One promise for every release once the mode is known: no async frame per release. */
+  private publishCommand(): Promise<PublishCommand> {
+    this.publishCommandResolution ??= this.pubSubMode().then(publishCommandOf, (error: unknown) => {
+      this.publishCommandResolution = undefined;
+      throw error;
+    });
+    return this.publishCommandResolution;
   }
 
   private pubSubMode(): Promise<PubSubMode> {

@@ -1,4 +1,5 @@
 import { onAbort } from './abort';
+import { coalesceWrites } from './coalesce';
 import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
 import { Deadlines, type Deadline, type DeadlineQueue } from './deadlines';
 import type { RedisConnection } from './redis';
@@ -97,17 +98,7 @@ interface PendingCall {
 /** The limits of a call that has none of its own. */
 const NO_LIMITS: CallLimits<never> = Object.freeze({});
 
-/** The part of a connection's socket that coalescing uses (see RedisCalls.coalesce). */
-interface Corkable {
-  cork(): void;
-  uncork(): void;
-}
-
 export class RedisCalls {
-  /** A command went out in this tick already (see coalesce). */
-  private tickOpen = false;
-  /** The socket held corked until the end of this tick, if any. */
-  private corked: Corkable | undefined;
   /** Calls waiting for the connection's next 'ready' (used by CallInFlight). */
   readonly readyWaiters = new Set<() => void>();
   private listening = false;
@@ -117,7 +108,8 @@ export class RedisCalls {
   readonly deadlines: Deadlines;
 
   constructor(
-    private readonly redis: RedisConnection,
+    /** The connection every call goes to (read by CallInFlight). */
+    readonly redis: RedisConnection,
     /** The budget of one call outside a wait, in ms. */
     readonly commandTimeout: number,
     /** Runs fn in the client's async scope (see Deadlines). */
@@ -183,34 +175,6 @@ export class RedisCalls {
   status(): string | undefined {
     return (this.redis as { status?: string }).status;
   }
-
-  /**
-   * Commands sent in one tick (a burst of acquisitions, the releases that one read of replies sets
-   * off) leave the process in one write instead of one each: the first goes out at once, and the
-   * socket is corked for the rest until the end of the tick. One write per command was a quarter
-   * of the client's CPU with thousands in flight. The socket keeps the order of every write, the
-   * app's own commands on the connection included, so ioredis' queue of replies stays in step.
-   * Called by CallInFlight just before it sends.
-   */
-  coalesce(): void {
-    if (!this.tickOpen) {
-      this.tickOpen = true;
-      process.nextTick(this.endTick);
-      return;
-    }
-    if (this.corked) return;
-    const socket = (this.redis as { stream?: Partial<Corkable> }).stream;
-    if (typeof socket?.cork !== 'function' || typeof socket.uncork !== 'function') return;
-    socket.cork();
-    this.corked = socket as Corkable;
-  }
-
-  private readonly endTick = (): void => {
-    this.tickOpen = false;
-    const socket = this.corked;
-    this.corked = undefined;
-    socket?.uncork();
-  };
 }
 
 /**
@@ -273,7 +237,7 @@ class CallInFlight<T> implements PendingCall, Deadline {
     }
     let sent: Promise<T>;
     try {
-      this.calls.coalesce();
+      coalesceWrites(this.calls.redis);
       sent = this.send();
     } catch (error) {
       return this.failWith(error);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { coalesceWrites } from './coalesce';
 import { LUA_SCRIPTS } from './lua.generated';
 import type { RedisConnection } from './redis';
 
@@ -90,6 +91,8 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
       redis.defineCommand(name, { lua, numberOfKeys: keys.length });
       command = commands[name] as ScriptCall;
     }
+    // Here, not only where the call was dispatched: a send may await something first.
+    coalesceWrites(redis);
     // ioredis flattens array arguments: no spread of keys and args into a new array per call.
     const reply = await command.call(scriptSender(redis), keys, args);
     // ioredis-mock answers a Lua nil with undefined, ioredis with null.

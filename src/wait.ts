@@ -82,6 +82,51 @@ export interface AcquirePlan {
   failFast?: boolean;
   /** Told once, when Redis first answered that someone else holds the lock (the wait goes to sleep). */
   onHeldElsewhere?(): void;
+  /**
+   * What the wait's first attempt answered, when the caller made it itself (see firstAttempt):
+   * the wait goes on from there, until `deadline` (performance.now() time) instead of waitTime.
+   */
+  first?: FirstAnswer;
+}
+
+/**
+ * A first attempt that did not settle its wait: the holder's ttl, or a failure worth another try;
+ * and the performance.now() time at which the wait ends (Infinity: never).
+ */
+export type FirstAnswer = ({ ttl: number } | { failure: unknown }) & { deadline: number };
+
+/**
+ * The first attempt of a wait, before any of the wait machinery exists. Most acquisitions take a
+ * free lock with it; a wait (wake source, sleeps, retries) is built only when it answers that
+ * someone else holds the lock, or fails in a way worth another try, and then goes on from its
+ * answer within the same deadline (AcquirePlan.first). Returns null when the attempt acquired,
+ * false when a single attempt (waitTime 0) found the lock held; throws what the wait would throw.
+ * A grant that lands as the caller stops waiting (abort, close) is the caller's to give back:
+ * `stopped` says so.
+ */
+export async function firstAttempt(
+  attempt: (kind: AttemptKind, limits: StepLimits) => Promise<number | null>,
+  waitTime: number,
+  commandTimeout: number,
+  signal: AbortSignal | undefined,
+  closing: AbortSignal,
+  wakeSourceFirst: boolean,
+  failFast: boolean | undefined,
+): Promise<FirstAnswer | null | false> {
+  signal?.throwIfAborted();
+  closing.throwIfAborted();
+  if (waitTime === 0) {
+    return (await attempt('try', { budget: commandTimeout, signal })) === null ? null : false;
+  }
+  const deadline = waitTime < 0 ? Infinity : performance.now() + waitTime;
+  const budget = Math.max(1, Math.min(commandTimeout, deadline - performance.now() + WAIT_SLACK_MS));
+  try {
+    const ttl = await attempt(attemptKind(wakeSourceFirst, 0), { budget, signal });
+    return ttl === null ? null : { ttl, deadline };
+  } catch (error) {
+    if (failFast || !isPassing(error)) throw error;
+    return { failure: error, deadline };
+  }
 }
 
 /** How a wait ended: by an attempt of its own, by a hand-off from a release, or not at all. */
@@ -98,7 +143,11 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
     return afterGrant(plan, ttl) === null ? 'attempt' : false;
   }
 
-  const deadline = plan.waitTime < 0 ? Infinity : performance.now() + plan.waitTime;
+  const deadline = plan.first
+    ? plan.first.deadline
+    : plan.waitTime < 0
+      ? Infinity
+      : performance.now() + plan.waitTime;
   const timeLeft = (): number => deadline - performance.now();
   const limits = (): StepLimits => ({
     budget: Math.max(1, Math.min(plan.commandTimeout, timeLeft() + WAIT_SLACK_MS)),
@@ -107,21 +156,29 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
 
   let source: WakeSource | undefined;
   let outcome: AcquireOutcome = false;
-  let attempts = 0;
+  /** The first attempt's answer, when the caller made it (see firstAttempt). */
+  let first = plan.first;
+  let attempts = first ? 1 : 0;
   let failures = 0;
   try {
     for (;;) {
       let ttl: number | null | undefined;
       let failure: unknown;
-      try {
-        if (!source && attempts > 0) source = await plan.openWakeSource(limits());
-        check();
-        const kind = attemptKind(plan.wakeSourceFirst, attempts);
-        attempts += 1;
-        ttl = afterGrant(plan, await plan.attempt(kind, limits()));
-      } catch (error) {
-        if (plan.failFast || !isPassing(error)) throw error;
-        failure = error;
+      if (first) {
+        if ('failure' in first) failure = first.failure;
+        else ttl = first.ttl;
+        first = undefined;
+      } else {
+        try {
+          if (!source && attempts > 0) source = await plan.openWakeSource(limits());
+          check();
+          const kind = attemptKind(plan.wakeSourceFirst, attempts);
+          attempts += 1;
+          ttl = afterGrant(plan, await plan.attempt(kind, limits()));
+        } catch (error) {
+          if (plan.failFast || !isPassing(error)) throw error;
+          failure = error;
+        }
       }
       check();
       if (ttl === null) return (outcome = 'attempt');

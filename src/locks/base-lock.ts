@@ -14,7 +14,14 @@ import { isPassing, type CallLimits, type Fate, type Lane } from '../redis-call'
 import { callUntilAnswered, sendUntilAnswered } from '../resend';
 import { renewLocks } from '../scripts';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
-import { acquireOrWait, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
+import {
+  acquireOrWait,
+  firstAttempt,
+  type AcquireOutcome,
+  type AttemptKind,
+  type StepLimits,
+  type WakeSource,
+} from '../wait';
 import type { LockContext } from './context';
 import { lockHold } from './lock-hold';
 import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
@@ -557,56 +564,76 @@ export abstract class BaseLock implements RLock {
       }
       void this.retry('withdraw', leaseMs, () => this.withdraw(owner, latch, leaseMs));
     };
-    let outcome: Awaited<ReturnType<typeof acquireOrWait>>;
-    try {
-      outcome = await acquireOrWait({
-        attempt: async (kind, limits) => {
-          if (granted) return null;
-          const latch = this.newLatch();
-          const sentAt = performance.now();
-          const ttl = await this.call<number | null | typeof ADOPTED>(
-            'acquire',
-            // An earlier attempt's late grant may have been adopted while this one waited its turn.
-            () => (granted ? Promise.resolve(ADOPTED) : this.attempt(owner, leaseMs, latch, kind)),
-            // Spelled out, not spread: an object spread here cost a fifth of the pair's bookkeeping.
-            {
-              budget: limits.budget,
-              signal: limits.signal,
-              lane,
-              endsWithClose: true,
-              onOrphaned: (fate) => orphaned(fate as Fate<number | null>, latch, sentAt),
-            },
-          );
-          if (ttl === ADOPTED) return null;
-          if (ttl === null) granted = { latch, sentAt };
-          if (DEBUG)
-            debug('%s %s: attempt (%s) by %s: %s', this.kind, this.name, kind, owner, ttl ?? 'acquired');
-          return ttl;
+    /** One attempt of this wait; an earlier one's late grant, once adopted, answers for it. */
+    const attempt = async (kind: AttemptKind, limits: StepLimits): Promise<number | null> => {
+      if (granted) return null;
+      const latch = this.newLatch();
+      const sentAt = performance.now();
+      const ttl = await this.call<number | null | typeof ADOPTED>(
+        'acquire',
+        // An earlier attempt's late grant may have been adopted while this one waited its turn.
+        () => (granted ? Promise.resolve(ADOPTED) : this.attempt(owner, leaseMs, latch, kind)),
+        // Spelled out, not spread: an object spread here cost a fifth of the pair's bookkeeping.
+        {
+          budget: limits.budget,
+          signal: limits.signal,
+          lane,
+          endsWithClose: true,
+          onOrphaned: (fate) => orphaned(fate as Fate<number | null>, latch, sentAt),
         },
-        undoGrant: () =>
-          granted
-            ? this.retry('withdraw', leaseMs, () =>
-                this.withdraw(owner, (granted as { latch: string }).latch, leaseMs),
-              )
-            : Promise.resolve(),
-        openWakeSource: (limits) =>
-          DEBUG
-            ? debugWakeSource(this.name, owner, this.openWakeSource(owner, limits))
-            : this.openWakeSource(owner, limits),
-        wakeSourceFirst: this.wakeSourceFirst,
-        giveUp:
-          this.giveUp &&
-          ((limits) => this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits)),
-        waitTime: waitLeft,
-        commandTimeout: context.calls.commandTimeout,
+      );
+      if (ttl === ADOPTED) return null;
+      if (ttl === null) granted = { latch, sentAt };
+      if (DEBUG) debug('%s %s: attempt (%s) by %s: %s', this.kind, this.name, kind, owner, ttl ?? 'acquired');
+      return ttl;
+    };
+    let outcome: AcquireOutcome;
+    try {
+      const first = await firstAttempt(
+        attempt,
+        waitLeft,
+        context.calls.commandTimeout,
         signal,
-        closing: context.closing,
-        maxSleep: context.watchdogTimeout,
-        onRetry: (error, retryInMs) =>
-          context.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs }),
-        failFast: how.failFast,
-        onHeldElsewhere: how.onHeldElsewhere,
-      });
+        context.closing,
+        this.wakeSourceFirst,
+        how.failFast,
+      );
+      if (first === null) {
+        // Granted just as the caller stopped waiting (abort, close): given back below.
+        signal?.throwIfAborted();
+        context.closing.throwIfAborted();
+        outcome = 'attempt';
+      } else if (first === false) {
+        outcome = false;
+      } else {
+        outcome = await acquireOrWait({
+          attempt,
+          first,
+          undoGrant: () =>
+            granted
+              ? this.retry('withdraw', leaseMs, () =>
+                  this.withdraw(owner, (granted as { latch: string }).latch, leaseMs),
+                )
+              : Promise.resolve(),
+          openWakeSource: (limits) =>
+            DEBUG
+              ? debugWakeSource(this.name, owner, this.openWakeSource(owner, limits))
+              : this.openWakeSource(owner, limits),
+          wakeSourceFirst: this.wakeSourceFirst,
+          giveUp:
+            this.giveUp &&
+            ((limits) => this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits)),
+          waitTime: waitLeft,
+          commandTimeout: context.calls.commandTimeout,
+          signal,
+          closing: context.closing,
+          maxSleep: context.watchdogTimeout,
+          onRetry: (error, retryInMs) =>
+            context.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs }),
+          failFast: how.failFast,
+          onHeldElsewhere: how.onHeldElsewhere,
+        });
+      }
     } catch (error) {
       context.gates.leave(entry);
       this.withdrawAdopted(owner, granted?.latch, leaseMs);
