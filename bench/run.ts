@@ -13,7 +13,7 @@ import { startRedis } from '../__tests__/helpers/redis-server';
 import { LABELS, LIBRARIES, type LibraryName } from './adapters';
 import { charts, headline, markdown, tables, targetsTable, type Results } from './report';
 import {
-  contended,
+  contendedInRounds,
   idleWaiters,
   manyLocks,
   pingLatency,
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
       results.uncontended = latency;
       results.pairCost = cost;
     }
-    results.contended = await eachLibrary('contended', contended, settings);
+    if (runs('contended')) results.contended = await contendedInRounds(settings, progress);
     results.idleWaiters = await eachLibrary('idle waiters', idleWaiters, settings);
     if (runs('many locks')) {
       progress('many locks: the libraries in turns');
