@@ -90,6 +90,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /** Settles once the pub/sub mode is known (on a cluster, after asking the servers). */
   private pubSubModeResolution?: Promise<PubSubMode>;
   private publishCommandResolution?: Promise<PublishCommand>;
+  private publishCommandKnown?: PublishCommand;
   private requestCount = 0;
   private readonly context: LockContext;
   private readonly calls: RedisCalls;
@@ -416,12 +417,16 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     });
   }
 
-  /** One promise for every release once the mode is known: no async frame per release. */
-  private publishCommand(): Promise<PublishCommand> {
-    this.publishCommandResolution ??= this.pubSubMode().then(publishCommandOf, (error: unknown) => {
-      this.publishCommandResolution = undefined;
-      throw error;
-    });
+  /** The command itself once the mode is known: a release need not wait for anything. */
+  private publishCommand(): PublishCommand | Promise<PublishCommand> {
+    if (this.publishCommandKnown) return this.publishCommandKnown;
+    this.publishCommandResolution ??= this.pubSubMode().then(
+      (mode) => (this.publishCommandKnown = publishCommandOf(mode)),
+      (error: unknown) => {
+        this.publishCommandResolution = undefined;
+        throw error;
+      },
+    );
     return this.publishCommandResolution;
   }
 

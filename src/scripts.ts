@@ -81,23 +81,38 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
     }
     return (names[keyCount] ??= `${baseName}_${keyCount}`);
   };
-  return async (redis, keys, args) => {
-    // One command per key count: batches vary in size, and clients differ in how they read a
-    // key count passed at call time (ioredis-mock ignores it), so it is always declared.
-    const name = commandName(keys.length);
-    const commands = redis as unknown as Record<string, ScriptCall | undefined>;
-    let command = commands[name];
-    if (typeof command !== 'function') {
-      redis.defineCommand(name, { lua, numberOfKeys: keys.length });
-      command = commands[name] as ScriptCall;
+  return (redis, keys, args) => {
+    try {
+      // One command per key count: batches vary in size, and clients differ in how they read a
+      // key count passed at call time (ioredis-mock ignores it), so it is always declared.
+      const name = commandName(keys.length);
+      const commands = redis as unknown as Record<string, ScriptCall | undefined>;
+      let command = commands[name];
+      if (typeof command !== 'function') {
+        redis.defineCommand(name, { lua, numberOfKeys: keys.length });
+        command = commands[name] as ScriptCall;
+      }
+      // Here, not only where the call was dispatched: a send may await something first.
+      coalesceWrites(redis);
+      // ioredis flattens array arguments: no spread of keys and args into a new array per call.
+      const reply = command.call(scriptSender(redis), keys, args);
+      return (answersNilAsNull(redis) ? reply : reply.then(nilAsNull)) as Promise<Result>;
+    } catch (error) {
+      return Promise.reject(error);
     }
-    // Here, not only where the call was dispatched: a send may await something first.
-    coalesceWrites(redis);
-    // ioredis flattens array arguments: no spread of keys and args into a new array per call.
-    const reply = await command.call(scriptSender(redis), keys, args);
-    // ioredis-mock answers a Lua nil with undefined, ioredis with null.
-    return (reply === undefined ? null : reply) as Result;
   };
+}
+
+/**
+ * ioredis (and iovalkey, its fork) answers a Lua nil with null, ioredis-mock with undefined. A
+ * connection known to be one of the first is answered as is: no promise more per script call.
+ */
+function answersNilAsNull(redis: RedisConnection): boolean {
+  return 'commandQueue' in redis || (redis as { isCluster?: boolean }).isCluster === true;
+}
+
+function nilAsNull(reply: unknown): unknown {
+  return reply === undefined ? null : reply;
 }
 
 /**

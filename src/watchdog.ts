@@ -27,7 +27,7 @@ export interface WatchdogOptions {
   /** Whether a batch must keep to one cluster slot. */
   groupBySlot: boolean;
   /** How a refresh that hands a free lock on announces it. */
-  publishCommand(): Promise<PublishCommand>;
+  publishCommand(): PublishCommand | Promise<PublishCommand>;
   /** Told of every failed renewal or refresh (they are retried). */
   report(report: RedisErrorReport): void;
   /** The connection's ioredis keyPrefix: slots are those of the prefixed keys. */

@@ -61,8 +61,11 @@ export interface LockContext {
    * must. Undefined without the option.
    */
   replicaAcks?(name: string, key: string): Promise<{ acknowledged: number; required: number }>;
-  /** How releases are announced: classic pub/sub, or the cluster's shard channels. */
-  publishCommand(): Promise<PublishCommand>;
+  /**
+   * How releases are announced: classic pub/sub, or the cluster's shard channels. The command
+   * itself once known (after the client's first calls), a promise of it until then.
+   */
+  publishCommand(): PublishCommand | Promise<PublishCommand>;
   /** A request id unique to this client, for latches. */
   newRequestId(): string;
   /** Counts the connection's closes: an answer after one may come from a re-sent command. */

@@ -58,13 +58,10 @@ export class FairLock extends BaseLock {
     return Infinity;
   }
 
-  protected async release(
-    owner: string,
-    latch: string,
-    latchMs: number,
-    any: boolean,
-  ): Promise<0 | 1 | null> {
-    const publish = await this.context.publishCommand();
+  protected release(owner: string, latch: string, latchMs: number, any: boolean): Promise<0 | 1 | null> {
+    const publish = this.context.publishCommand();
+    // Known after the client's first calls: the release goes out without waiting for anything.
+    if (typeof publish !== 'string') return publish.then(() => this.release(owner, latch, latchMs, any));
     return releaseFairLock(
       this.context.redis,
       [...this.queueKeys, latch],

@@ -39,7 +39,7 @@ export abstract class Synchronizer {
     return requestLatchKey(this.name, this.context.newRequestId(), this.slot);
   }
 
-  protected publishCommand(): Promise<PublishCommand> {
+  protected publishCommand(): PublishCommand | Promise<PublishCommand> {
     return this.context.publishCommand();
   }
 
