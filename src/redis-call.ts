@@ -47,7 +47,8 @@ export type Fate<T> = { ran: true; value: T } | { ran: 'unknown' };
  * the server resumes.
  */
 export interface Lane {
-  unanswered?: Promise<unknown>;
+  /** The lane's call whose fate is not known yet, if any. */
+  unanswered?: { afterAnswer(go: () => void): void };
 }
 
 /** Reply codes that say "not now" rather than "never": a wait tries again while it has time. */
@@ -196,8 +197,8 @@ class CallInFlight<T> implements PendingCall, Deadline {
   /** The call settled before the command's answer came: its fate goes to onOrphaned. */
   private settledWithoutIt = false;
   private grace: NodeJS.Timeout | undefined;
-  /** Resolves the lane's `unanswered` once this command's fate is known. */
-  private answered: (() => void) | undefined;
+  /** Calls of the lane waiting for this one's fate (see Lane); made for the first of them. */
+  private next: Array<() => void> | undefined;
   private waitingForReady: (() => void) | undefined;
   private stopListening: (() => void) | undefined;
 
@@ -229,10 +230,9 @@ class CallInFlight<T> implements PendingCall, Deadline {
     this.waitingForReady = undefined;
     if (this.settled) return;
     const { lane } = this.limits;
-    if (lane?.unanswered) {
+    if (lane?.unanswered && lane.unanswered !== this) {
       // Still answered late, maybe: this call goes out after it (while its budget lasts).
-      const again = (): void => this.dispatch();
-      lane.unanswered.then(again, again);
+      lane.unanswered.afterAnswer(() => this.dispatch());
       return;
     }
     let sent: Promise<T>;
@@ -244,13 +244,7 @@ class CallInFlight<T> implements PendingCall, Deadline {
     }
     this.dispatched = true;
     this.fateKnown = false;
-    if (lane) {
-      const unanswered = new Promise<void>((resolveAnswered) => (this.answered = resolveAnswered));
-      lane.unanswered = unanswered;
-      void unanswered.then(() => {
-        if (lane.unanswered === unanswered) lane.unanswered = undefined;
-      });
-    }
+    if (lane) lane.unanswered = this;
     sent.then(
       (value) => this.answer(value),
       (error: unknown) => this.refused(error),
@@ -319,12 +313,23 @@ class CallInFlight<T> implements PendingCall, Deadline {
     return true;
   }
 
+  /** Runs `go` once this call's fate is known (at once if it is): the lane's next call. */
+  afterAnswer(go: () => void): void {
+    if (this.fateKnown) queueMicrotask(go);
+    else (this.next ??= []).push(go);
+  }
+
   /** What became of a dispatched command, learned once: to onOrphaned, and to the lane. */
   private learn(fate: Fate<T> | undefined): void {
     if (this.fateKnown) return;
     this.fateKnown = true;
     if (this.grace) clearTimeout(this.grace);
-    this.answered?.();
+    const { lane } = this.limits;
+    if (lane?.unanswered === this) lane.unanswered = undefined;
+    const next = this.next;
+    this.next = undefined;
+    // A microtask later, as the lane's next call went out before: not inside this call's answer.
+    if (next) for (const go of next) queueMicrotask(go);
     if (fate && this.settledWithoutIt) this.limits.onOrphaned?.(fate);
   }
 }
