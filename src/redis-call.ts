@@ -140,11 +140,12 @@ export class RedisCalls {
   /**
    * Dispatches `call` at once when the connection is ready; otherwise when it is, returning the
    * callback registered for that. Fails it when the connection never will be ready (it was closed
-   * by its owner).
+   * by its owner). `unwritable`: the socket refused the call's write, so a 'ready' status is stale
+   * (the server closed the socket and ioredis has not noticed yet): the call waits for the next.
    */
-  whenReady(call: CallInFlight<unknown>): (() => void) | undefined {
+  whenReady(call: CallInFlight<unknown>, unwritable = false): (() => void) | undefined {
     const status = this.status();
-    if (status === undefined || status === 'ready') {
+    if (status === undefined || (status === 'ready' && !unwritable)) {
       call.dispatch();
       return undefined;
     }
@@ -211,7 +212,8 @@ class CallInFlight<T> implements PendingCall, Deadline {
     private readonly resolve: (value: T) => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    this.budget = limits.budget ?? calls.commandTimeout;
+    // Whole ms: a wait's budgets are what is left of it, and calls with one budget share a queue.
+    this.budget = Math.ceil(limits.budget ?? calls.commandTimeout);
     this.at = performance.now() + this.budget;
     this.endsWithClose = limits.endsWithClose === true;
   }
@@ -288,11 +290,12 @@ class CallInFlight<T> implements PendingCall, Deadline {
   }
 
   private refused(error: unknown): void {
-    // The connection dropped between the check and the write: wait for it again.
-    if (!this.settled && isNotWritable(error) && this.calls.status() !== 'ready') {
+    // Never written: the connection dropped between the check and the write, or before ioredis
+    // noticed (its status still says ready). Wait for it to be ready again, within the budget.
+    if (!this.settled && isNotWritable(error) && this.calls.status() !== undefined) {
       this.dispatched = false;
       this.learn(undefined);
-      this.waitingForReady = this.calls.whenReady(this as CallInFlight<unknown>);
+      this.waitingForReady = this.calls.whenReady(this as CallInFlight<unknown>, true);
       return;
     }
     // Written, then cut off or timed out by ioredis: it may run yet, or have run.

@@ -114,4 +114,34 @@ describe('fault: connections', () => {
     expect(recovered).toBe(true);
     expect(lost.map((event) => event.name)).toEqual(['f-paused-redis']);
   }, 30_000);
+
+  test('enableOfflineQueue: false, a call made as the server closes the socket waits for the reconnect', async () => {
+    // Invariant: between the server closing the socket and ioredis noticing, ioredis still says
+    // 'ready' but refuses every write; a call made then waits for the connection within its budget
+    // instead of failing at once.
+    const connection = redis.connect({ enableOfflineQueue: false });
+    const client = redis.client({ commandTimeout: 2_000 }, connection);
+    const lock = client.getLock('f-offline-window');
+    await lock.lock();
+    const socket = (connection as unknown as { stream: NodeJS.EventEmitter }).stream;
+    const unlocked = new Promise<{ error?: unknown; statusAtCall: string; ms: number }>((done) => {
+      socket.once('end', () => {
+        const statusAtCall = connection.status;
+        const started = performance.now();
+        lock.unlock().then(
+          () => done({ statusAtCall, ms: performance.now() - started }),
+          (error: unknown) => done({ error, statusAtCall, ms: performance.now() - started }),
+        );
+      });
+    });
+    await redis.admin().client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    const outcome = await unlocked;
+    reportFault('unlock as the server closes the socket (enableOfflineQueue: false)', {
+      statusAtCall: outcome.statusAtCall,
+      ms: Math.round(outcome.ms),
+    });
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.ms).toBeLessThan(2_000);
+    expect(await redis.admin().exists('f-offline-window')).toBe(0);
+  }, 20_000);
 });

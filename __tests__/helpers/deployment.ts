@@ -14,6 +14,7 @@ export const deployment: Deployment =
 export interface ConnectOptions {
   keyPrefix?: string;
   enableAutoPipelining?: boolean;
+  enableOfflineQueue?: boolean;
 }
 
 /** A connection to the test's Redis at `port` (on a cluster, any node: the rest is discovered). */
