@@ -101,8 +101,8 @@ export type FirstAnswer = ({ ttl: number } | { failure: unknown }) & { deadline:
  * someone else holds the lock, or fails in a way worth another try, and then goes on from its
  * answer within the same deadline (AcquirePlan.first). Returns null when the attempt acquired,
  * false when a single attempt (waitTime 0) found the lock held; throws what the wait would throw.
- * A grant that lands as the caller stops waiting (abort, close) is the caller's to give back:
- * `stopped` says so.
+ * A grant that lands as the caller stops waiting (abort, close) is the caller's to give back: it
+ * checks its signals after a null answer.
  */
 export async function firstAttempt(
   attempt: (kind: AttemptKind, limits: StepLimits) => Promise<number | null>,
@@ -119,9 +119,11 @@ export async function firstAttempt(
     return (await attempt('try', { budget: commandTimeout, signal })) === null ? null : false;
   }
   const deadline = waitTime < 0 ? Infinity : performance.now() + waitTime;
-  const budget = Math.max(1, Math.min(commandTimeout, deadline - performance.now() + WAIT_SLACK_MS));
   try {
-    const ttl = await attempt(attemptKind(wakeSourceFirst, 0), { budget, signal });
+    const ttl = await attempt(attemptKind(wakeSourceFirst, 0), {
+      budget: stepBudget(commandTimeout, deadline),
+      signal,
+    });
     return ttl === null ? null : { ttl, deadline };
   } catch (error) {
     if (failFast || !isPassing(error)) throw error;
@@ -150,7 +152,7 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
       : performance.now() + plan.waitTime;
   const timeLeft = (): number => deadline - performance.now();
   const limits = (): StepLimits => ({
-    budget: Math.max(1, Math.min(plan.commandTimeout, timeLeft() + WAIT_SLACK_MS)),
+    budget: stepBudget(plan.commandTimeout, deadline),
     signal: plan.signal,
   });
 
@@ -226,6 +228,11 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
     }
     return ttl;
   }
+}
+
+/** The budget of one call of a wait that ends at `deadline`: what is left of it, the slack included. */
+function stepBudget(commandTimeout: number, deadline: number): number {
+  return Math.max(1, Math.min(commandTimeout, deadline - performance.now() + WAIT_SLACK_MS));
 }
 
 /**
