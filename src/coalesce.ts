@@ -7,7 +7,8 @@ interface CoalescingView {
 }
 
 /**
- * Called just before a command is written: when other commands are in flight on the connection
+ * Called just before rlock writes a script (every acquisition, release and renewal is one; the
+ * queries sent as plain commands are left alone): when other commands are in flight on the connection
  * (a burst of acquisitions, the releases that one read of replies sets off), the socket is corked
  * until the end of the tick, so that the commands of the tick leave in one write instead of one
  * each. One write per command was a quarter of the client's CPU with thousands in flight. A

@@ -100,7 +100,6 @@ export function runInFrame<T>(frame: Frame, fn: () => T): T {
   );
 }
 
-/** The id a task (or handle number) writes in a lock hash of the client `clientId`. */
 /**
  * The key of one owner's state on one lock (its holds, its gate, its fair waiter). Remembers the
  * last pair: a lock() or unlock() asks for the same pair several times in a row, and a key built
@@ -119,6 +118,7 @@ export function ownerLockKey(ownerId: string, name: string): string {
   return lastKey;
 }
 
+/** The id a task (or handle number) writes in a lock hash of the client `clientId`. */
 export function ownerIdOf(clientId: string, task: Task | undefined, handleNumber: number): string {
   if (task?.ownerId !== undefined) return task.ownerId;
   return `${clientId}:${task ? task.ownerNumber : handleNumber}`;

@@ -1,5 +1,4 @@
 import { onAbort } from './abort';
-import { coalesceWrites } from './coalesce';
 import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
 import { Deadlines, type Deadline, type DeadlineQueue } from './deadlines';
 import type { RedisConnection } from './redis';
@@ -109,8 +108,7 @@ export class RedisCalls {
   readonly deadlines: Deadlines;
 
   constructor(
-    /** The connection every call goes to (read by CallInFlight). */
-    readonly redis: RedisConnection,
+    private readonly redis: RedisConnection,
     /** The budget of one call outside a wait, in ms. */
     readonly commandTimeout: number,
     /** Runs fn in the client's async scope (see Deadlines). */
@@ -239,7 +237,6 @@ class CallInFlight<T> implements PendingCall, Deadline {
     }
     let sent: Promise<T>;
     try {
-      coalesceWrites(this.calls.redis);
       sent = this.send();
     } catch (error) {
       return this.failWith(error);

@@ -92,7 +92,7 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
         redis.defineCommand(name, { lua, numberOfKeys: keys.length });
         command = commands[name] as ScriptCall;
       }
-      // Here, not only where the call was dispatched: a send may await something first.
+      // Here, where the command is written (a send may await something before it gets here).
       coalesceWrites(redis);
       // ioredis flattens array arguments: no spread of keys and args into a new array per call.
       const reply = command.call(scriptSender(redis), keys, args);
