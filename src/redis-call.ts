@@ -2,6 +2,7 @@ import { onAbort } from './abort';
 import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
 import { Deadlines, type Deadline, type DeadlineQueue } from './deadlines';
 import type { RedisConnection } from './redis';
+import { retryPause } from './timing';
 
 /**
  * Every Redis command rlock sends goes through here, so that each one settles within its budget
@@ -31,6 +32,12 @@ export interface CallLimits<T> {
    * not re-send it). A command that was never sent, or that Redis refused, has no fate to learn.
    */
   onOrphaned?: (fate: Fate<T>) => void;
+  /**
+   * A command whose outcome must be learned (a release, a withdrawal: see RedisCalls.resend): when
+   * the caller is not told whether it ran, it is sent again in the background for up to this many
+   * ms. Held by the call itself rather than in closures, as thousands can be in flight.
+   */
+  resendFor?: number;
   /** Calls of one lane go out one at a time: a call waits until the previous one was answered. */
   lane?: Lane;
   /** A wait's call: close() settles it at once with ClientClosedError. */
@@ -130,6 +137,27 @@ export class RedisCalls {
     });
   }
 
+  /** sendUntilAnswered's loop (see resend.ts): here, so that a call can start it by itself. */
+  async resend(
+    lock: string,
+    operation: string,
+    lifetimeMs: number,
+    send: () => Promise<unknown>,
+  ): Promise<void> {
+    const until = performance.now() + lifetimeMs;
+    for (let tries = 1; ; tries += 1) {
+      try {
+        await this.run(lock, operation, send);
+        return;
+      } catch (error) {
+        if (!isPassing(error)) return;
+      }
+      const pause = retryPause(tries);
+      if (performance.now() + pause >= until) return;
+      await new Promise((resolve) => setTimeout(resolve, pause).unref());
+    }
+  }
+
   /** Settles every pending call of a wait with `reason` (the client is closing). */
   abortWaits(reason: unknown): void {
     for (const call of [...this.waits]) call.fail(reason);
@@ -195,6 +223,8 @@ class CallInFlight<T> implements PendingCall, Deadline {
   private fateKnown = false;
   /** The call settled before the command's answer came: its fate goes to onOrphaned. */
   private settledWithoutIt = false;
+  /** Sent again in the background already (see resendInBackground). */
+  private resent = false;
   private grace: NodeJS.Timeout | undefined;
   /** Calls of the lane waiting for this one's fate (see Lane); made for the first of them. */
   private next: Array<() => void> | undefined;
@@ -265,11 +295,14 @@ class CallInFlight<T> implements PendingCall, Deadline {
   fail(error: unknown): void {
     if (!this.finish()) return;
     this.reject(error);
+    // Not answered in time: it may still run, or never (or was never written); sending it again
+    // settles which.
+    if (this.limits.resendFor !== undefined && isPassing(error)) this.resendInBackground();
     if (this.dispatched && !this.fateKnown) {
       this.settledWithoutIt = true;
       // A command that never settles (a reset connection that ioredis does not re-send) counts
       // as "unknown" after one more commandTimeout.
-      if (this.limits.onOrphaned || this.limits.lane) {
+      if (this.limits.onOrphaned || this.limits.lane || this.limits.resendFor !== undefined) {
         this.grace = setTimeout(() => this.learn({ ran: 'unknown' }), this.calls.commandTimeout);
         this.grace.unref();
       }
@@ -330,7 +363,17 @@ class CallInFlight<T> implements PendingCall, Deadline {
     this.next = undefined;
     // A microtask later, as the lane's next call went out before: not inside this call's answer.
     if (next) for (const go of next) queueMicrotask(go);
-    if (fate && this.settledWithoutIt) this.limits.onOrphaned?.(fate);
+    if (!fate || !this.settledWithoutIt) return;
+    this.limits.onOrphaned?.(fate);
+    if (fate.ran === 'unknown' && this.limits.resendFor !== undefined) this.resendInBackground();
+  }
+
+  /** Sends the command again until answered (see CallLimits.resendFor), once per call. */
+  private resendInBackground(): void {
+    if (this.resent) return;
+    this.resent = true;
+    const lifetime = this.limits.resendFor as number;
+    void this.calls.resend(this.lock, this.operation, lifetime, this.send as () => Promise<unknown>);
   }
 }
 

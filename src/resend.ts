@@ -1,5 +1,4 @@
-import { isPassing, type RedisCalls } from './redis-call';
-import { retryPause } from './timing';
+import type { RedisCalls } from './redis-call';
 
 /**
  * Commands whose outcome must be learned: a release, a withdrawal, a count that changes. Each
@@ -12,48 +11,26 @@ import { retryPause } from './timing';
  * unreachable, slow, busy) it keeps trying until `lifetimeMs` has passed (by then the latch, and
  * what it guards, would have expired anyway).
  */
-export async function sendUntilAnswered(
+export function sendUntilAnswered(
   calls: RedisCalls,
   name: string,
   operation: string,
   lifetimeMs: number,
   send: () => Promise<unknown>,
 ): Promise<void> {
-  const until = performance.now() + lifetimeMs;
-  for (let tries = 1; ; tries += 1) {
-    try {
-      await calls.run(name, operation, send);
-      return;
-    } catch (error) {
-      if (!isPassing(error)) return;
-    }
-    const pause = retryPause(tries);
-    if (performance.now() + pause >= until) return;
-    await new Promise((resolve) => setTimeout(resolve, pause).unref());
-  }
+  return calls.resend(name, operation, lifetimeMs, send);
 }
 
 /**
  * One call whose outcome must be learned: if Redis does not answer in time it is sent again in
  * the background (see sendUntilAnswered) while the caller gets the error.
  */
-export async function callUntilAnswered<T>(
+export function callUntilAnswered<T>(
   calls: RedisCalls,
   name: string,
   operation: string,
   lifetimeMs: number,
   send: () => Promise<T>,
 ): Promise<T> {
-  const resend = (): void => void sendUntilAnswered(calls, name, operation, lifetimeMs, send);
-  try {
-    return await calls.run(name, operation, send, {
-      onOrphaned: (fate) => {
-        if (fate.ran === 'unknown') resend();
-      },
-    });
-  } catch (error) {
-    // Not answered in time: it may still run, or never; sending it again settles which.
-    if (isPassing(error)) resend();
-    throw error;
-  }
+  return calls.run(name, operation, send, { resendFor: lifetimeMs });
 }

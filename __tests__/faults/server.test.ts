@@ -1,8 +1,11 @@
-import { LockClient, type LockLostEvent } from '../../src';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LockClient, RedisUnavailableError, type LockLostEvent } from '../../src';
 import { startRedis } from '../helpers/redis-server';
 import { useRedis } from '../helpers/setup';
 import { reportFault } from '../helpers/report';
-import { sleep } from '../helpers/wait';
+import { eventually, sleep, timed } from '../helpers/wait';
 
 // Faults of the server itself: its script cache, its data, and what it is asked.
 describe('fault: the server', () => {
@@ -62,6 +65,32 @@ describe('fault: the server', () => {
       await server.stop();
     }
   }, 30_000);
+
+  test('an unlock() that could not be sent during an outage is sent again once Redis is back', async () => {
+    // The data survives the restart (append-only file), so only rlock's own re-send frees the lock.
+    const dir = mkdtempSync(join(tmpdir(), 'rlock-aof-'));
+    const server = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir]);
+    const connection = server.connect();
+    const client = new LockClient(connection, { commandTimeout: 500 });
+    try {
+      const lock = client.getLock('f-resend');
+      await lock.lock(30_000);
+      await server.down();
+      // ioredis has seen the socket close: the release is never written before the restart.
+      await eventually('connection down', () => connection.status !== 'ready');
+      const unlocked = await timed(lock.unlock());
+      expect(unlocked.error).toBeInstanceOf(RedisUnavailableError);
+      await server.up();
+      const admin = server.connect();
+      expect(await admin.pttl('f-resend')).toBeGreaterThan(20_000);
+      await eventually('released', async () => (await admin.exists('f-resend')) === 0, 5_000);
+      reportFault('unlock() during an outage', { unlockMs: unlocked.ms });
+    } finally {
+      await client.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
 
   test('bad input at scale: every one of 2000 calls is a clear error, nothing reaches Redis', async () => {
     const client = redis.client();
