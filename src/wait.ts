@@ -104,7 +104,7 @@ export type FirstAnswer = ({ ttl: number } | { failure: unknown }) & { deadline:
  * A grant that lands as the caller stops waiting (abort, close) is the caller's to give back: it
  * checks its signals after a null answer.
  */
-export async function firstAttempt(
+export function firstAttempt(
   attempt: (kind: AttemptKind, limits: StepLimits) => Promise<number | null>,
   waitTime: number,
   commandTimeout: number,
@@ -113,21 +113,26 @@ export async function firstAttempt(
   wakeSourceFirst: boolean,
   failFast: boolean | undefined,
 ): Promise<FirstAnswer | null | false> {
-  signal?.throwIfAborted();
-  closing.throwIfAborted();
-  if (waitTime === 0) {
-    return (await attempt('try', { budget: commandTimeout, signal })) === null ? null : false;
-  }
-  const deadline = waitTime < 0 ? Infinity : performance.now() + waitTime;
+  // Not async: one continuation instead of a suspended frame per acquisition in flight.
   try {
-    const ttl = await attempt(attemptKind(wakeSourceFirst, 0), {
+    signal?.throwIfAborted();
+    closing.throwIfAborted();
+    if (waitTime === 0) {
+      return attempt('try', { budget: commandTimeout, signal }).then((ttl) => (ttl === null ? null : false));
+    }
+    const deadline = waitTime < 0 ? Infinity : performance.now() + waitTime;
+    return attempt(attemptKind(wakeSourceFirst, 0), {
       budget: stepBudget(commandTimeout, deadline),
       signal,
-    });
-    return ttl === null ? null : { ttl, deadline };
+    }).then(
+      (ttl) => (ttl === null ? null : { ttl, deadline }),
+      (error: unknown) => {
+        if (failFast || !isPassing(error)) throw error;
+        return { failure: error, deadline };
+      },
+    );
   } catch (error) {
-    if (failFast || !isPassing(error)) throw error;
-    return { failure: error, deadline };
+    return Promise.reject(error);
   }
 }
 
