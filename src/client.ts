@@ -381,7 +381,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private async releaseEverything(): Promise<void> {
     const entries = [...this.book.all(), ...this.book.takeOrphaned()].filter((entry) => !entry.explicit);
     const releases = entries.map(async (entry) => {
-      const lock = entry.reopen(this.context);
+      const lock = new entry.lockClass(this.context, entry.name);
       for (let i = entry.holds.length - 1; i >= 0; i -= 1) {
         await lock.releaseAtClose(entry.ownerId, entry.holds[i] as (typeof entry.holds)[number]);
       }

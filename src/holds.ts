@@ -4,8 +4,11 @@ import type { LockContext } from './locks/context';
 import { ownerLockKey, type Frame } from './owner';
 import type { GateEntry, OwnerGates } from './owner-gate';
 
-/** Makes a new handle of the lock a hold belongs to (close() releases through it). */
-export type Reopen = (context: LockContext) => BaseLock;
+/**
+ * The class of the lock a hold belongs to: close() makes a new handle of it to release through,
+ * without keeping the handle that took the hold alive.
+ */
+export type LockClass = new (context: LockContext, name: string) => BaseLock;
 
 /**
  * What this client believes it holds, per (lock, owner): the holds taken (for their latches and
@@ -28,8 +31,8 @@ export interface Hold {
   readonly leaseTime: number;
   /** The hold's place in its owner's gate (see OwnerGates), left when the hold ends. */
   readonly entry: GateEntry;
-  /** A new handle of the hold's lock, without keeping the one that took it alive. */
-  readonly reopen: Reopen;
+  /** The class of the hold's lock (see LockClass). */
+  readonly lockClass: LockClass;
   /**
    * The frame of the withLock body this hold serves, which releases it itself; none for a hold
    * taken by hand (lock(), tryLock()), which unlock() releases.
@@ -72,8 +75,8 @@ export class HeldLock {
   constructor(
     readonly name: string,
     readonly ownerId: string,
-    /** A new handle of this lock (see Hold.reopen). */
-    readonly reopen: Reopen,
+    /** The class of the lock (see LockClass). */
+    readonly lockClass: LockClass,
   ) {}
 
   get byWatchdog(): boolean {
@@ -141,7 +144,7 @@ export class HoldBook {
     let entry = this.entries.get(key);
     if (!entry) {
       this.recentEnds.delete(key);
-      entry = new HeldLock(name, ownerId, hold.reopen);
+      entry = new HeldLock(name, ownerId, hold.lockClass);
       entry.quiet = how.quiet === true;
       entry.explicit = how.explicit === true;
       this.entries.set(key, entry);

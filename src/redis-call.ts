@@ -42,7 +42,15 @@ export interface CallLimits<T> {
   lane?: Lane;
   /** A wait's call: close() settles it at once with ClientClosedError. */
   endsWithClose?: boolean;
+  /** What the caller gets for an answer that came in time (default: the answer itself). */
+  answered?(value: T): T;
 }
+
+/**
+ * What sends a call's command: a function, or an object with a send() method, so that a caller
+ * with per-call state (an acquisition's attempt) keeps it in one object instead of closures.
+ */
+export type Sender<T> = (() => Promise<T>) | { send(): Promise<T> };
 
 /** What became of an orphaned command: it ran and answered `value`, or nobody can tell. */
 export type Fate<T> = { ran: true; value: T } | { ran: 'unknown' };
@@ -103,7 +111,7 @@ interface PendingCall {
 }
 
 /** The limits of a call that has none of its own. */
-const NO_LIMITS: CallLimits<never> = Object.freeze({});
+const NO_LIMITS = Object.freeze({});
 
 export class RedisCalls {
   /** Calls waiting for the connection's next 'ready' (used by CallInFlight). */
@@ -129,8 +137,8 @@ export class RedisCalls {
    * within the budget with its answer, or rejects with an RLockError (RedisUnavailableError,
    * RedisReplyError) naming the lock and the operation.
    */
-  run<T>(lock: string, operation: string, send: () => Promise<T>, limits?: CallLimits<T>): Promise<T> {
-    const given = limits ?? (NO_LIMITS as CallLimits<T>);
+  run<T>(lock: string, operation: string, send: Sender<T>, limits?: CallLimits<T>): Promise<T> {
+    const given: CallLimits<T> = limits ?? NO_LIMITS;
     if (given.signal?.aborted) return Promise.reject(given.signal.reason);
     return new Promise<T>((resolve, reject) => {
       new CallInFlight(this, lock, operation, send, given, resolve, reject).start();
@@ -138,12 +146,7 @@ export class RedisCalls {
   }
 
   /** sendUntilAnswered's loop (see resend.ts): here, so that a call can start it by itself. */
-  async resend(
-    lock: string,
-    operation: string,
-    lifetimeMs: number,
-    send: () => Promise<unknown>,
-  ): Promise<void> {
+  async resend(lock: string, operation: string, lifetimeMs: number, send: Sender<unknown>): Promise<void> {
     const until = performance.now() + lifetimeMs;
     for (let tries = 1; ; tries += 1) {
       try {
@@ -235,7 +238,7 @@ class CallInFlight<T> implements PendingCall, Deadline {
     private readonly calls: RedisCalls,
     private readonly lock: string,
     private readonly operation: string,
-    private readonly send: () => Promise<T>,
+    private readonly sender: Sender<T>,
     private readonly limits: CallLimits<T>,
     private readonly resolve: (value: T) => void,
     private readonly reject: (error: unknown) => void,
@@ -267,7 +270,8 @@ class CallInFlight<T> implements PendingCall, Deadline {
     }
     let sent: Promise<T>;
     try {
-      sent = this.send();
+      const { sender } = this;
+      sent = typeof sender === 'function' ? sender() : sender.send();
     } catch (error) {
       return this.failWith(error);
     }
@@ -315,7 +319,17 @@ class CallInFlight<T> implements PendingCall, Deadline {
   }
 
   private answer(value: T): void {
-    if (this.finish()) this.resolve(value);
+    if (this.finish()) {
+      const { limits } = this;
+      if (!limits.answered) this.resolve(value);
+      else {
+        try {
+          this.resolve(limits.answered(value));
+        } catch (error) {
+          this.reject(error);
+        }
+      }
+    }
     this.learn({ ran: true, value });
   }
 
@@ -373,7 +387,7 @@ class CallInFlight<T> implements PendingCall, Deadline {
     if (this.resent) return;
     this.resent = true;
     const lifetime = this.limits.resendFor as number;
-    void this.calls.resend(this.lock, this.operation, lifetime, this.send as () => Promise<unknown>);
+    void this.calls.resend(this.lock, this.operation, lifetime, this.sender as Sender<unknown>);
   }
 }
 

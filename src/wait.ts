@@ -83,7 +83,7 @@ export interface AcquirePlan {
   /** Told once, when Redis first answered that someone else holds the lock (the wait goes to sleep). */
   onHeldElsewhere?(): void;
   /**
-   * What the wait's first attempt answered, when the caller made it itself (see firstAttempt):
+   * What the wait's first attempt answered, when the caller made it itself (see FirstAttempt):
    * the wait goes on from there, until `deadline` (performance.now() time) instead of waitTime.
    */
   first?: FirstAnswer;
@@ -96,44 +96,56 @@ export interface AcquirePlan {
 export type FirstAnswer = ({ ttl: number } | { failure: unknown }) & { deadline: number };
 
 /**
- * The first attempt of a wait, before any of the wait machinery exists. Most acquisitions take a
- * free lock with it; a wait (wake source, sleeps, retries) is built only when it answers that
- * someone else holds the lock, or fails in a way worth another try, and then goes on from its
- * answer within the same deadline (AcquirePlan.first). Returns null when the attempt acquired,
- * false when a single attempt (waitTime 0) found the lock held; throws what the wait would throw.
- * A grant that lands as the caller stops waiting (abort, close) is the caller's to give back: it
- * checks its signals after a null answer.
+ * The first attempt of a wait is made by its caller, before any of the wait machinery exists. Most
+ * acquisitions take a free lock with it; a wait (wake source, sleeps, retries) is built only when it
+ * answers that someone else holds the lock, or fails in a way worth another try, and then goes on
+ * from its answer within the same deadline (AcquirePlan.first). These three functions are that
+ * attempt's rules, so that the caller can keep its state in one object of its own instead of a
+ * suspended frame and closures per acquisition in flight.
  */
-export function firstAttempt(
-  attempt: (kind: AttemptKind, limits: StepLimits) => Promise<number | null>,
+export interface FirstAttempt {
+  kind: AttemptKind;
+  /** The budget of the attempt's call, in ms. */
+  budget: number;
+  /** performance.now() time at which the wait ends (Infinity: never). */
+  deadline: number;
+}
+
+/** The kind and budget of a wait's first attempt, and its deadline; waitTime 0 makes one attempt. */
+export function firstAttemptOf(
   waitTime: number,
   commandTimeout: number,
-  signal: AbortSignal | undefined,
-  closing: AbortSignal,
   wakeSourceFirst: boolean,
+): FirstAttempt {
+  if (waitTime === 0) return { kind: 'try', budget: commandTimeout, deadline: performance.now() };
+  const deadline = waitTime < 0 ? Infinity : performance.now() + waitTime;
+  return { kind: attemptKind(wakeSourceFirst, 0), budget: stepBudget(commandTimeout, deadline), deadline };
+}
+
+/**
+ * What the first attempt's answer means: null when it acquired, false when a single attempt
+ * (waitTime 0) found the lock held, else where the wait goes on from. A grant that lands as the
+ * caller stops waiting (abort, close) is the caller's to give back: it checks its signals after a
+ * null answer.
+ */
+export function afterFirstAnswer(
+  ttl: number | null,
+  waitTime: number,
+  deadline: number,
+): FirstAnswer | null | false {
+  if (ttl === null) return null;
+  return waitTime === 0 ? false : { ttl, deadline };
+}
+
+/** Where a wait goes on from after its first attempt failed; throws what the wait would throw. */
+export function afterFirstFailure(
+  error: unknown,
+  waitTime: number,
+  deadline: number,
   failFast: boolean | undefined,
-): Promise<FirstAnswer | null | false> {
-  // Not async: one continuation instead of a suspended frame per acquisition in flight.
-  try {
-    signal?.throwIfAborted();
-    closing.throwIfAborted();
-    if (waitTime === 0) {
-      return attempt('try', { budget: commandTimeout, signal }).then((ttl) => (ttl === null ? null : false));
-    }
-    const deadline = waitTime < 0 ? Infinity : performance.now() + waitTime;
-    return attempt(attemptKind(wakeSourceFirst, 0), {
-      budget: stepBudget(commandTimeout, deadline),
-      signal,
-    }).then(
-      (ttl) => (ttl === null ? null : { ttl, deadline }),
-      (error: unknown) => {
-        if (failFast || !isPassing(error)) throw error;
-        return { failure: error, deadline };
-      },
-    );
-  } catch (error) {
-    return Promise.reject(error);
-  }
+): FirstAnswer {
+  if (waitTime === 0 || failFast || !isPassing(error)) throw error;
+  return { failure: error, deadline };
 }
 
 /** How a wait ended: by an attempt of its own, by a hand-off from a release, or not at all. */
@@ -163,7 +175,7 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
 
   let source: WakeSource | undefined;
   let outcome: AcquireOutcome = false;
-  /** The first attempt's answer, when the caller made it (see firstAttempt). */
+  /** The first attempt's answer, when the caller made it (see FirstAttempt). */
   let first = plan.first;
   let attempts = first ? 1 : 0;
   let failures = 0;

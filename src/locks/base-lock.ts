@@ -5,23 +5,28 @@ import {
   LockTimeoutError,
   type LockLostCode,
 } from '../errors';
-import type { Hold, Reopen } from '../holds';
-import { DEBUG, debug, debugWakeSource, type LockKind as EventKind } from '../events';
+import type { Hold, LockClass } from '../holds';
+import { DEBUG, debugWakeSource, type LockKind as EventKind } from '../events';
 import { holdLatchBase, homeSlot } from '../keys';
 import { onAbort } from '../abort';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
-import { isPassing, type CallLimits, type Fate, type Lane } from '../redis-call';
+import type { GateEntry } from '../owner-gate';
+import { isPassing, type CallLimits } from '../redis-call';
 import { callUntilAnswered, sendUntilAnswered } from '../resend';
 import { renewLocks } from '../scripts';
 import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
 import {
   acquireOrWait,
-  firstAttempt,
+  afterFirstAnswer,
+  afterFirstFailure,
+  firstAttemptOf,
   type AcquireOutcome,
   type AttemptKind,
+  type FirstAnswer,
   type StepLimits,
   type WakeSource,
 } from '../wait';
+import { Acquisition, type AcquireHow } from './acquisition';
 import type { LockContext } from './context';
 import { lockHold } from './lock-hold';
 import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
@@ -30,12 +35,6 @@ type GiveUp = (owner: string) => Promise<unknown>;
 
 /** What lock() resolves to, whatever acquire() answered. */
 function toVoid(): void {}
-
-/** What an attempt answers without being sent, when an earlier one's late grant was adopted. */
-const ADOPTED = Symbol('adopted');
-
-/** A lock kind's constructor, as every kind has it. */
-type LockKind = new (context: LockContext, name: string) => BaseLock;
 
 /**
  * Who a handle acts for outside any task: its own owner number and frame by default; the halves of
@@ -51,28 +50,14 @@ export function newHandleOwner(): HandleOwner {
   return { number: nextOwnerNumber(), frame: new Frame() };
 }
 
-/** Makes new handles of one lock; a function of its own, so that it keeps no handle alive. */
-function reopener(Kind: LockKind, name: string): Reopen {
-  return (context) => new Kind(context, name);
-}
-
 /** What one acquisition took: its hold in the book, and its fencing token for kinds that issue them. */
 export interface Acquired {
   hold: Hold;
   token?: number;
 }
 
-/** How an acquisition runs, besides its times (for withLock and group locks). */
-export interface AcquireHow {
-  /** The frame the holder's code will run in (a withLock body); default: the caller's. */
-  body?: Frame;
-  /** A group member: a lost lease is the group's to report. */
-  quiet?: boolean;
-  /** Fail at the first Redis error instead of trying again while time is left. */
-  failFast?: boolean;
-  /** Told when Redis first answers that another owner holds the lock. */
-  onHeldElsewhere?: () => void;
-}
+/** The options of an acquisition that has none. */
+const NO_HOW: AcquireHow = Object.freeze({});
 
 /**
  * Everything the lock kinds share: argument rules, who the owner is, the book of holds, the wait
@@ -98,8 +83,6 @@ export abstract class BaseLock implements RLock {
   private handleOwnerId?: string;
   /** The frame of the handle's own calls outside any task. */
   private readonly handleFrame: Frame;
-  /** Makes a new handle of this lock, for close() to release what this one took. */
-  private readonly reopen: Reopen;
 
   constructor(
     protected readonly context: LockContext,
@@ -111,11 +94,10 @@ export abstract class BaseLock implements RLock {
     this.handleFrame = owner.frame;
     this.hashKey = this.name;
     this.slot = homeSlot(this.name, context.keyPrefix, context.cluster);
-    this.reopen = reopener(new.target as LockKind, this.name);
   }
 
   /** A fresh latch key for one acquire request (and later the release of its hold). */
-  protected newLatch(): string {
+  newLatch(): string {
     return `${(this.latchBase ??= holdLatchBase(this.name, this.slot))}:${this.context.newRequestId()}`;
   }
 
@@ -539,149 +521,171 @@ export abstract class BaseLock implements RLock {
   /**
    * Takes the lock for the current owner; false when waitTime passed first. A sibling branch of
    * the owner inside the lock is waited for here first (see OwnerGates), within the same waitTime.
+   * Not async, as lock(): a free lock is taken by a chain of continuations over one Acquisition,
+   * and only a wait (the gate's, or for another holder) suspends a frame.
    */
-  private async acquireHold(
+  private acquireHold(
     waitTime: number,
     leaseTime: number,
     signal?: AbortSignal,
-    how: AcquireHow = {},
+    how: AcquireHow = NO_HOW,
   ): Promise<false | Acquired> {
-    this.throwIfClosed();
-    signal?.throwIfAborted();
     const { context } = this;
-    const owner = this.currentOwner();
-    const frame = this.currentFrame();
-    const holder = this.holderObject();
-    this.noticeOverdueLease(owner);
-    const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
     const startedAt = performance.now();
-    const admitted = context.gates.enter(this.name, this.gateOwner(owner), frame, how.body ?? frame, {
-      deadline: waitTime < 0 ? Infinity : startedAt + waitTime,
-      signal,
-      closing: context.closing,
-    });
-    const entry = admitted instanceof Promise ? await admitted : admitted;
-    if (!entry) return false;
-    // Whatever the gate took of the wait; a wait that ran out there makes one attempt.
-    const waitLeft =
-      waitTime <= 0 ? waitTime : Math.max(0, Math.floor(startedAt + waitTime - performance.now()));
-    context.registry.keepFor(Math.max(leaseMs, context.fairLockWaitTimeout));
-    /** This wait's attempts go out one at a time (see Lane). */
-    const lane: Lane = {};
-    let granted: { latch: string; sentAt: number } | undefined;
-    let waiting = true;
-    /**
-     * An attempt the wait gave up on (no answer in time, ioredis timed it out, the connection cut
-     * it off). If it turns out to have acquired while this wait still waits, the hold is the wait's:
-     * it is adopted, and the next attempt is not sent. Otherwise it is withdrawn, so that whatever
-     * it took, or would take when it runs later, is given back.
-     */
-    const orphaned = (fate: Fate<number | null>, latch: string, sentAt: number): void => {
-      if (fate.ran === true && fate.value !== null) return;
-      if (fate.ran === true && waiting && !granted) {
-        granted = { latch, sentAt };
-        return;
-      }
-      void this.retry('withdraw', leaseMs, () => this.withdraw(owner, latch, leaseMs));
-    };
-    /**
-     * One attempt of this wait; an earlier one's late grant, once adopted, answers for it. Not
-     * async, as lock(): one continuation instead of a suspended frame per attempt in flight.
-     */
-    const attempt = (kind: AttemptKind, limits: StepLimits): Promise<number | null> => {
-      if (granted) return Promise.resolve(null);
-      const latch = this.newLatch();
-      const sentAt = performance.now();
-      return this.call<number | null | typeof ADOPTED>(
-        'acquire',
-        // An earlier attempt's late grant may have been adopted while this one waited its turn.
-        () => (granted ? Promise.resolve(ADOPTED) : this.attempt(owner, leaseMs, latch, kind)),
-        // Spelled out, not spread: an object spread here cost a fifth of the pair's bookkeeping.
-        {
-          budget: limits.budget,
-          signal: limits.signal,
-          lane,
-          endsWithClose: true,
-          onOrphaned: (fate) => orphaned(fate as Fate<number | null>, latch, sentAt),
-        },
-      ).then((ttl) => {
-        if (ttl === ADOPTED) return null;
-        if (ttl === null) granted = { latch, sentAt };
-        if (DEBUG)
-          debug('%s %s: attempt (%s) by %s: %s', this.kind, this.name, kind, owner, ttl ?? 'acquired');
-        return ttl;
+    let acquisition: Acquisition;
+    let admitted: GateEntry | Promise<GateEntry | undefined>;
+    try {
+      this.throwIfClosed();
+      signal?.throwIfAborted();
+      const owner = this.currentOwner();
+      const frame = this.currentFrame();
+      this.noticeOverdueLease(owner);
+      const leaseMs = leaseTime < 0 ? context.watchdogTimeout : leaseTime;
+      acquisition = new Acquisition(
+        this,
+        context.calls,
+        owner,
+        leaseMs,
+        leaseTime,
+        signal,
+        how,
+        this.holderObject(),
+      );
+      admitted = context.gates.enter(this.name, this.gateOwner(owner), frame, how.body ?? frame, {
+        deadline: waitTime < 0 ? Infinity : startedAt + waitTime,
+        signal,
+        closing: context.closing,
       });
-    };
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (!(admitted instanceof Promise)) return this.acquireAdmitted(acquisition, admitted, waitTime);
+    return admitted.then((entry) => {
+      if (!entry) return false;
+      // Whatever the gate took of the wait; a wait that ran out there makes one attempt.
+      const waitLeft =
+        waitTime <= 0 ? waitTime : Math.max(0, Math.floor(startedAt + waitTime - performance.now()));
+      return this.acquireAdmitted(acquisition, entry, waitLeft);
+    });
+  }
+
+  /** acquireHold past the gate: the first attempt, then a wait only if that did not settle it. */
+  private acquireAdmitted(
+    acquisition: Acquisition,
+    entry: GateEntry,
+    waitTime: number,
+  ): Promise<false | Acquired> {
+    const { context } = this;
+    acquisition.entry = entry;
+    context.registry.keepFor(Math.max(acquisition.leaseMs, context.fairLockWaitTimeout));
+    let answer: Promise<number | null>;
+    try {
+      acquisition.signal?.throwIfAborted();
+      context.closing.throwIfAborted();
+      const first = firstAttemptOf(waitTime, context.calls.commandTimeout, this.wakeSourceFirst);
+      acquisition.deadline = first.deadline;
+      answer = acquisition.attempt(first.kind, first.budget, acquisition.signal);
+    } catch (error) {
+      return Promise.reject(this.acquisitionFailed(acquisition, error));
+    }
+    return answer.then(
+      (ttl) => {
+        const next = afterFirstAnswer(ttl, waitTime, acquisition.deadline);
+        if (next === null) {
+          // Granted just as the caller stopped waiting (abort, close): given back.
+          const stopped = acquisition.signal?.aborted
+            ? acquisition.signal
+            : context.closing.aborted
+              ? context.closing
+              : undefined;
+          if (stopped) throw this.acquisitionFailed(acquisition, stopped.reason);
+          return this.grant(acquisition, 'attempt');
+        }
+        return next === false
+          ? this.acquisitionEnded(acquisition)
+          : this.waitFor(acquisition, next, waitTime);
+      },
+      (error: unknown) => {
+        let next: FirstAnswer;
+        try {
+          next = afterFirstFailure(error, waitTime, acquisition.deadline, acquisition.how.failFast);
+        } catch (failure) {
+          throw this.acquisitionFailed(acquisition, failure);
+        }
+        return this.waitFor(acquisition, next, waitTime);
+      },
+    );
+  }
+
+  /** The wait after a first attempt that did not settle it (see acquireOrWait). */
+  private async waitFor(
+    acquisition: Acquisition,
+    first: FirstAnswer,
+    waitTime: number,
+  ): Promise<false | Acquired> {
+    const { context } = this;
+    const { owner, signal, how } = acquisition;
     let outcome: AcquireOutcome;
     try {
-      const first = await firstAttempt(
-        attempt,
-        waitLeft,
-        context.calls.commandTimeout,
+      outcome = await acquireOrWait({
+        attempt: (kind, limits) => acquisition.attempt(kind, limits.budget, limits.signal),
+        first,
+        undoGrant: () => acquisition.undoGrant(),
+        openWakeSource: (limits) =>
+          DEBUG
+            ? debugWakeSource(this.name, owner, this.openWakeSource(owner, limits))
+            : this.openWakeSource(owner, limits),
+        wakeSourceFirst: this.wakeSourceFirst,
+        giveUp:
+          this.giveUp &&
+          ((limits) => this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits)),
+        waitTime,
+        commandTimeout: context.calls.commandTimeout,
         signal,
-        context.closing,
-        this.wakeSourceFirst,
-        how.failFast,
-      );
-      if (first === null) {
-        // Granted just as the caller stopped waiting (abort, close): given back below.
-        signal?.throwIfAborted();
-        context.closing.throwIfAborted();
-        outcome = 'attempt';
-      } else if (first === false) {
-        outcome = false;
-      } else {
-        outcome = await acquireOrWait({
-          attempt,
-          first,
-          undoGrant: () =>
-            granted
-              ? this.retry('withdraw', leaseMs, () =>
-                  this.withdraw(owner, (granted as { latch: string }).latch, leaseMs),
-                )
-              : Promise.resolve(),
-          openWakeSource: (limits) =>
-            DEBUG
-              ? debugWakeSource(this.name, owner, this.openWakeSource(owner, limits))
-              : this.openWakeSource(owner, limits),
-          wakeSourceFirst: this.wakeSourceFirst,
-          giveUp:
-            this.giveUp &&
-            ((limits) => this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits)),
-          waitTime: waitLeft,
-          commandTimeout: context.calls.commandTimeout,
-          signal,
-          closing: context.closing,
-          maxSleep: context.watchdogTimeout,
-          onRetry: (error, retryInMs) =>
-            context.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs }),
-          failFast: how.failFast,
-          onHeldElsewhere: how.onHeldElsewhere,
-        });
-      }
+        closing: context.closing,
+        maxSleep: context.watchdogTimeout,
+        onRetry: (error, retryInMs) =>
+          context.reportRedisError({ name: this.name, operation: 'acquire', error, retryInMs }),
+        failFast: how.failFast,
+        onHeldElsewhere: how.onHeldElsewhere,
+      });
     } catch (error) {
-      context.gates.leave(entry);
-      this.withdrawAdopted(owner, granted?.latch, leaseMs);
-      throw error;
-    } finally {
-      waiting = false;
+      throw this.acquisitionFailed(acquisition, error);
     }
-    if (!outcome) {
-      context.gates.leave(entry);
-      this.withdrawAdopted(owner, granted?.latch, leaseMs);
-      return false;
-    }
+    return outcome ? this.grant(acquisition, outcome) : this.acquisitionEnded(acquisition);
+  }
+
+  /** The acquisition failed with `error` (returned, for the caller to throw): it leaves the gate. */
+  private acquisitionFailed(acquisition: Acquisition, error: unknown): unknown {
+    if (acquisition.entry) this.context.gates.leave(acquisition.entry);
+    acquisition.end(false);
+    return error;
+  }
+
+  /** The wait ended without the lock. */
+  private acquisitionEnded(acquisition: Acquisition): false {
+    this.acquisitionFailed(acquisition, undefined);
+    return false;
+  }
+
+  /** The lock is the acquisition's: its hold goes into the book, renewed by the watchdog if asked. */
+  private grant(acquisition: Acquisition, outcome: 'attempt' | 'handoff'): Acquired | Promise<Acquired> {
+    const { context } = this;
+    const { owner, leaseMs, leaseTime, how } = acquisition;
+    acquisition.end(true);
     const handoff = outcome === 'handoff';
     // The release that handed the lock over granted it provisionally, unmarked; a fresh latch
     // serves its release, and marks it once confirmed.
-    const { latch, sentAt } = (!handoff && granted) || { latch: this.newLatch(), sentAt: performance.now() };
+    const own = !handoff && acquisition.grantLatch !== undefined;
+    const latch = own ? (acquisition.grantLatch as string) : this.newLatch();
+    const sentAt = own ? acquisition.grantSentAt : performance.now();
     const token = this.tokenOf(latch);
     const hold: Hold = {
       latch,
       marked: !handoff,
       leaseTime,
-      entry,
-      reopen: this.reopen,
+      entry: acquisition.entry as GateEntry,
+      lockClass: this.constructor as LockClass,
       body: how.body,
       acquiredAt: performance.now(),
       readTimeouts: this.readTimeoutsOf(owner),
@@ -689,30 +693,38 @@ export abstract class BaseLock implements RLock {
     // The lock is the caller's now: confirming a hand-off runs in the background, ahead of any
     // later command on the connection, and a failed confirmation is a lost lock.
     if (handoff) void this.confirm(owner, leaseMs, hold);
-    context.book.add(this.name, owner, hold, sentAt + leaseMs, holder, {
+    context.book.add(this.name, owner, hold, sentAt + leaseMs, acquisition.holder, {
       quiet: how.quiet,
-      explicit: currentTask()?.ownerId !== undefined,
+      explicit: acquisition.holder === undefined,
     });
     // The client's entry (see ClientRegistry) must outlive this lease too, however long the wait was.
     context.registry.keepFor(leaseMs);
     if (leaseTime < 0) context.watchdog.start();
     // Only with waitForReplicas: an await of nothing costs every acquisition a turn of the queue.
-    if (this.context.replicaAcks) {
-      try {
-        await this.requireReplicas('acquire');
-      } catch (error) {
-        // A hold a failover could lose is not handed out: give it back (without waiting for the
-        // replicas a second time), then say why.
-        await this.releaseHold(owner, hold, true).catch(() => undefined);
-        throw error;
-      }
+    if (context.replicaAcks) return this.grantReplicated(owner, hold, token);
+    return { hold, token };
+  }
+
+  /** With waitForReplicas: a hold a failover could lose is not handed out. */
+  private async grantReplicated(owner: string, hold: Hold, token: number | undefined): Promise<Acquired> {
+    try {
+      await this.requireReplicas('acquire');
+    } catch (error) {
+      // Give it back (without waiting for the replicas a second time), then say why.
+      await this.releaseHold(owner, hold, true).catch(() => undefined);
+      throw error;
     }
     return { hold, token };
   }
 
-  /** A late grant adopted just as the wait ended without the lock (time out, error): give it back. */
-  private withdrawAdopted(owner: string, latch: string | undefined, leaseMs: number): void {
-    if (latch !== undefined) void this.retry('withdraw', leaseMs, () => this.withdraw(owner, latch, leaseMs));
+  /** One attempt in Redis, for an Acquisition (see attempt). */
+  sendAttempt(owner: string, leaseMs: number, latch: string, kind: AttemptKind): Promise<number | null> {
+    return this.attempt(owner, leaseMs, latch, kind);
+  }
+
+  /** Withdraws the acquire request of `latch` in the background, for an Acquisition (see withdraw). */
+  withdrawInBackground(owner: string, latch: string, leaseMs: number): Promise<void> {
+    return this.retry('withdraw', leaseMs, () => this.withdraw(owner, latch, leaseMs));
   }
 
   /** A withdrawal or release sent until Redis answers it, in the background (see sendUntilAnswered). */

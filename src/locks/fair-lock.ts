@@ -37,19 +37,36 @@ export class FairLock extends BaseLock {
     return [lock, queue, deadlines, marker, handoffChannel];
   }
 
-  protected async attempt(
+  /** The lock's keys and a request's latch, as its scripts take them: one array per call. */
+  private keysWith(latch: string): [...FairKeys, string] {
+    const { lock, queue, deadlines, marker, handoffChannel } = this.keys;
+    return [lock, queue, deadlines, marker, handoffChannel, latch];
+  }
+
+  protected attempt(
     owner: string,
     leaseMs: number,
     latch: string,
     kind: AttemptKind,
   ): Promise<number | null> {
-    const publish = await this.context.publishCommand();
-    const ttl = await acquireFairLock(
-      this.context.redis,
-      [...this.queueKeys, latch],
-      [leaseMs, owner, this.context.fairLockWaitTimeout, kind, publish],
-    );
-    if (ttl === null || kind === 'try') return ttl;
+    const { context } = this;
+    const publish = context.publishCommand();
+    // Known after the client's first calls: the attempt goes out without waiting for anything.
+    if (typeof publish !== 'string') return publish.then(() => this.attempt(owner, leaseMs, latch, kind));
+    const ttl = acquireFairLock(context.redis, this.keysWith(latch), [
+      leaseMs,
+      owner,
+      context.fairLockWaitTimeout,
+      kind,
+      publish,
+    ]);
+    // A 'try' only takes a free lock: nothing to do with its answer.
+    return kind === 'try' ? ttl : ttl.then((answer) => this.afterQueuedAttempt(owner, answer));
+  }
+
+  /** An attempt that may have queued: the waiter sleeps until told to look again. */
+  private afterQueuedAttempt(owner: string, ttl: number | null): number | null {
+    if (ttl === null) return null;
     this.context.fairWaiters.markQueued(this.name, owner);
     this.context.watchdog.start();
     // The holder is watched once per client and lock, not by every waiter (see FairWaiters): this
@@ -62,20 +79,23 @@ export class FairLock extends BaseLock {
     const publish = this.context.publishCommand();
     // Known after the client's first calls: the release goes out without waiting for anything.
     if (typeof publish !== 'string') return publish.then(() => this.release(owner, latch, latchMs, any));
-    return releaseFairLock(
-      this.context.redis,
-      [...this.queueKeys, latch],
-      [owner, latchMs, this.context.fairLockWaitTimeout, publish, any ? 'any' : 'marked'],
-    );
+    return releaseFairLock(this.context.redis, this.keysWith(latch), [
+      owner,
+      latchMs,
+      this.context.fairLockWaitTimeout,
+      publish,
+      any ? 'any' : 'marked',
+    ]);
   }
 
   protected async withdraw(owner: string, latch: string, latchMs: number): Promise<unknown> {
     const publish = await this.context.publishCommand();
-    return withdrawFairLock(
-      this.context.redis,
-      [...this.queueKeys, latch],
-      [owner, latchMs, this.context.fairLockWaitTimeout, publish],
-    );
+    return withdrawFairLock(this.context.redis, this.keysWith(latch), [
+      owner,
+      latchMs,
+      this.context.fairLockWaitTimeout,
+      publish,
+    ]);
   }
 
   protected async forceRelease(): Promise<boolean> {
@@ -118,7 +138,8 @@ export class FairLock extends BaseLock {
 
   protected override async confirmHandoff(owner: string, leaseMs: number, latch: string): Promise<boolean> {
     const publish = await this.context.publishCommand();
-    const keys: [...FairKeys, string] = [...this.queueKeys, latch];
-    return (await confirmFairHandoff(this.context.redis, keys, [owner, leaseMs, publish])) === 1;
+    return (
+      (await confirmFairHandoff(this.context.redis, this.keysWith(latch), [owner, leaseMs, publish])) === 1
+    );
   }
 }

@@ -1,0 +1,163 @@
+import { DEBUG, debug, type LockKind } from '../events';
+import type { Frame } from '../owner';
+import type { GateEntry } from '../owner-gate';
+import type { CallLimits, Fate, Lane, RedisCalls } from '../redis-call';
+import type { AttemptKind } from '../wait';
+
+/** What an acquisition asks of the lock it takes (BaseLock). */
+export interface AttemptTarget {
+  readonly name: string;
+  readonly kind: LockKind;
+  /** A fresh latch key for one acquire request. */
+  newLatch(): string;
+  /** One attempt in Redis: null when acquired or re-entered, else the holder's remaining ttl in ms. */
+  sendAttempt(owner: string, leaseMs: number, latch: string, kind: AttemptKind): Promise<number | null>;
+  /** Withdraws the acquire request of `latch` in the background, until Redis answers. */
+  withdrawInBackground(owner: string, latch: string, leaseMs: number): Promise<void>;
+}
+
+/** How an acquisition runs, besides its times (for withLock and group locks). */
+export interface AcquireHow {
+  /** The frame the holder's code will run in (a withLock body); default: the caller's. */
+  body?: Frame;
+  /** A group member: a lost lease is the group's to report. */
+  quiet?: boolean;
+  /** Fail at the first Redis error instead of trying again while time is left. */
+  failFast?: boolean;
+  /** Told when Redis first answers that another owner holds the lock. */
+  onHeldElsewhere?: () => void;
+}
+
+/** What an attempt answers without being sent, when an earlier one's late grant was adopted. */
+const ADOPTED = Symbol('adopted');
+
+/**
+ * One acquisition of a lock, from its place in the owner's gate to its grant: who asks, for how
+ * long, and what its attempts learned. One object instead of a suspended async frame and the
+ * closures around it: with thousands of acquisitions in flight, what each keeps alive is what the
+ * garbage collector copies.
+ *
+ * It is also the wait's lane (see Lane): its attempts go out one at a time, so that an attempt a
+ * paused server never answered is not followed by a pile of others that would all run when it
+ * resumes.
+ */
+export class Acquisition implements Lane {
+  unanswered?: Lane['unanswered'];
+  /** Its place in the owner's gate, once admitted. */
+  entry?: GateEntry;
+  /** The latch of the grant this wait holds: its own attempt's, or a late one it adopted. */
+  grantLatch?: string;
+  /** performance.now() when the granting attempt was sent (its lease runs from then). */
+  grantSentAt = 0;
+  /**
+   * Until the wait ends, an attempt that answers late with a grant is adopted (the next attempt
+   * is not sent); after, it is withdrawn.
+   */
+  waiting = true;
+  /** performance.now() time at which the wait ends (Infinity: never), once the first attempt went out. */
+  deadline = Infinity;
+
+  constructor(
+    readonly lock: AttemptTarget,
+    readonly calls: RedisCalls,
+    readonly owner: string,
+    /** The lease asked for in Redis, in ms (the watchdog's timeout when leaseTime is -1). */
+    readonly leaseMs: number,
+    /** The lease asked for, in ms; -1 when the watchdog keeps the lease. */
+    readonly leaseTime: number,
+    readonly signal: AbortSignal | undefined,
+    readonly how: AcquireHow,
+    /** What can still release the hold (see HoldBook.add); none for an explicit owner id. */
+    readonly holder: object | undefined,
+  ) {}
+
+  /** One attempt of this wait; an earlier one's late grant, once adopted, answers for it. */
+  attempt(kind: AttemptKind, budget: number, signal: AbortSignal | undefined): Promise<number | null> {
+    if (this.grantLatch !== undefined) return Promise.resolve(null);
+    const call = new AttemptCall(this, kind, budget, signal);
+    return this.calls.run(this.lock.name, 'acquire', call, call) as Promise<number | null>;
+  }
+
+  /** The wait is over; a grant it adopted but did not take (time out, error) is given back. */
+  end(took: boolean): void {
+    this.waiting = false;
+    if (!took) void this.undoGrant();
+  }
+
+  /** Gives back this wait's grant, if it has one (the caller stopped waiting as it came). */
+  undoGrant(): Promise<unknown> {
+    const latch = this.grantLatch;
+    if (latch === undefined) return Promise.resolve();
+    return this.lock.withdrawInBackground(this.owner, latch, this.leaseMs);
+  }
+}
+
+/**
+ * One attempt's call: the command to send and what to do with its answer, whether it comes in
+ * time or late (see CallLimits). Its own object, as the acquisition is, instead of closures.
+ */
+class AttemptCall implements CallLimits<number | null | typeof ADOPTED> {
+  readonly latch: string;
+  readonly sentAt: number;
+  readonly endsWithClose = true;
+
+  constructor(
+    private readonly acquisition: Acquisition,
+    private readonly kind: AttemptKind,
+    readonly budget: number,
+    readonly signal: AbortSignal | undefined,
+  ) {
+    this.latch = acquisition.lock.newLatch();
+    this.sentAt = performance.now();
+  }
+
+  get lane(): Lane {
+    return this.acquisition;
+  }
+
+  send(): Promise<number | null | typeof ADOPTED> {
+    const { acquisition } = this;
+    // An earlier attempt's late grant may have been adopted while this one waited its turn.
+    if (acquisition.grantLatch !== undefined) return Promise.resolve(ADOPTED);
+    return acquisition.lock.sendAttempt(acquisition.owner, acquisition.leaseMs, this.latch, this.kind);
+  }
+
+  answered(ttl: number | null | typeof ADOPTED): number | null {
+    if (ttl === ADOPTED) return null;
+    const { acquisition } = this;
+    if (ttl === null) this.grant();
+    if (DEBUG) {
+      const { lock } = acquisition;
+      debug(
+        '%s %s: attempt (%s) by %s: %s',
+        lock.kind,
+        lock.name,
+        this.kind,
+        acquisition.owner,
+        ttl ?? 'acquired',
+      );
+    }
+    return ttl;
+  }
+
+  /**
+   * An attempt the wait gave up on (no answer in time, ioredis timed it out, the connection cut
+   * it off). If it turns out to have acquired while the wait still waits, the hold is the wait's:
+   * it is adopted, and the next attempt is not sent. Otherwise it is withdrawn, so that whatever
+   * it took, or would take when it runs later, is given back.
+   */
+  onOrphaned(fate: Fate<number | null | typeof ADOPTED>): void {
+    if (fate.ran === true && fate.value !== null) return;
+    const { acquisition } = this;
+    if (fate.ran === true && acquisition.waiting && acquisition.grantLatch === undefined) {
+      this.grant();
+      return;
+    }
+    void acquisition.lock.withdrawInBackground(acquisition.owner, this.latch, acquisition.leaseMs);
+  }
+
+  private grant(): void {
+    this.acquisition.grantLatch = this.latch;
+    this.acquisition.grantSentAt = this.sentAt;
+  }
+}
