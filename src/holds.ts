@@ -1,6 +1,7 @@
 import { LockLostError, type LockLostCode } from './errors';
 import type { BaseLock } from './locks/base-lock';
 import type { LockContext } from './locks/context';
+import { LockOwnerMap } from './lock-owner-map';
 import { ownerLockKey, type Frame } from './owner';
 import type { GateEntry, OwnerGates } from './owner-gate';
 
@@ -71,6 +72,8 @@ export class HeldLock {
    */
   explicit = false;
   expiryTimer?: NodeJS.Timeout;
+  /** The next owner's entry of the same lock (see LockOwnerMap). */
+  nextOwner: HeldLock | undefined = undefined;
 
   constructor(
     readonly name: string,
@@ -90,7 +93,7 @@ export class HeldLock {
 }
 
 export class HoldBook {
-  private readonly entries = new Map<string, HeldLock>();
+  private readonly entries = new LockOwnerMap<HeldLock>();
   /**
    * A hold taken by a lock handle outside any task, or by a task, is kept only while that handle
    * or task can still release it. Once it is garbage-collected the hold is orphaned: nothing can
@@ -140,14 +143,13 @@ export class HoldBook {
     holder: object | undefined,
     how: { quiet?: boolean; explicit?: boolean } = {},
   ): HeldLock {
-    const key = bookKey(name, ownerId);
-    let entry = this.entries.get(key);
+    let entry = this.entries.get(name, ownerId);
     if (!entry) {
-      this.recentEnds.delete(key);
+      if (this.recentEnds.size > 0) this.recentEnds.delete(bookKey(name, ownerId));
       entry = new HeldLock(name, ownerId, hold.lockClass);
       entry.quiet = how.quiet === true;
       entry.explicit = how.explicit === true;
-      this.entries.set(key, entry);
+      this.entries.set(name, entry);
       if (holder) this.orphans.register(holder, { name, ownerId }, entry);
     }
     entry.holds.push(hold);
@@ -166,11 +168,11 @@ export class HoldBook {
   }
 
   get(name: string, ownerId: string): HeldLock | undefined {
-    return this.entries.get(bookKey(name, ownerId));
+    return this.entries.get(name, ownerId);
   }
 
   isCurrent(entry: HeldLock): boolean {
-    return this.entries.get(bookKey(entry.name, entry.ownerId)) === entry;
+    return this.entries.get(entry.name, entry.ownerId) === entry;
   }
 
   /**
@@ -206,7 +208,7 @@ export class HoldBook {
 
   /** Every owner of this client holding `name` (for forceUnlock). */
   holdersOf(name: string): HeldLock[] {
-    return [...this.entries.values()].filter((entry) => entry.name === name);
+    return this.entries.ofLock(name);
   }
 
   /** Other owners of this client holding `name`, for a clearer "not held" message. */
@@ -217,11 +219,11 @@ export class HoldBook {
   }
 
   watchdogHeld(): HeldLock[] {
-    return [...this.entries.values()].filter((entry) => entry.byWatchdog);
+    return this.entries.values().filter((entry) => entry.byWatchdog);
   }
 
   all(): HeldLock[] {
-    return [...this.entries.values()];
+    return this.entries.values();
   }
 
   /** Registers a withLock call on the entry; it is aborted if the lease is lost. */
@@ -248,6 +250,8 @@ export class HoldBook {
 
   /** Why the owner's hold on `name` was lost, if it was lately (and not taken again since). */
   lostCodeOf(name: string, ownerId: string): LockLostCode | undefined {
+    // Nothing ended lately (the usual case): no key to make.
+    if (this.recentEnds.size === 0) return undefined;
     const ended = this.recentEnds.get(bookKey(name, ownerId));
     return ended === 'release-unanswered' ? undefined : ended;
   }
@@ -259,7 +263,7 @@ export class HoldBook {
 
   /** Whether the owner's last release of `name` went unanswered (and nothing was taken since). */
   isReleaseUnanswered(name: string, ownerId: string): boolean {
-    return this.recentEnds.get(bookKey(name, ownerId)) === 'release-unanswered';
+    return this.recentEnds.size > 0 && this.recentEnds.get(bookKey(name, ownerId)) === 'release-unanswered';
   }
 
   /** The lease is gone: forget the entry, tell the listeners and abort the running withLock calls. */
@@ -299,7 +303,7 @@ export class HoldBook {
   private drop(entry: HeldLock): void {
     clearTimeout(entry.expiryTimer);
     this.orphans.unregister(entry);
-    this.entries.delete(bookKey(entry.name, entry.ownerId));
+    this.entries.delete(entry.name, entry);
   }
 
   /**

@@ -98,8 +98,11 @@ export interface FairLockKeys extends LockKeys {
  * alive by their clients, direct hand-off), and a Redisson client must not misread them.
  */
 export function fairLockKeys(name: string, slot?: number): FairLockKeys {
+  // Spelled out, as expirableSemaphoreKeys.
+  const { lock, channel } = lockKeys(name, slot);
   return {
-    ...lockKeys(name, slot),
+    lock,
+    channel,
     queue: prefixName('rlock_fair_queue', name, slot),
     deadlines: prefixName('rlock_fair_deadlines', name, slot),
     marker: prefixName('rlock_fair_handoff', name, slot),
@@ -162,7 +165,10 @@ export interface ExpirableSemaphoreKeys extends SemaphoreKeys {
 }
 
 export function expirableSemaphoreKeys(name: string, slot?: number): ExpirableSemaphoreKeys {
-  return { ...semaphoreKeys(name, slot), timeouts: suffixName(name, 'timeout', slot) };
+  // Spelled out: an object spread plus a property gives every result a hidden class of its own,
+  // which makes each handle bigger and every read of its keys slower.
+  const { permits, channel } = semaphoreKeys(name, slot);
+  return { permits, channel, timeouts: suffixName(name, 'timeout', slot) };
 }
 
 /** Redisson's permit-expirable score for a permit without a lease. */

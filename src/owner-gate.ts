@@ -1,5 +1,6 @@
 import { onAbort } from './abort';
-import { ownerLockKey, type Frame } from './owner';
+import { LockOwnerMap, type PerLockOwner } from './lock-owner-map';
+import type { Frame } from './owner';
 
 /**
  * Re-entry is nesting, not concurrency. In Redis an owner's holds on a lock are one count, so two
@@ -18,8 +19,17 @@ export interface GateEntry {
   readonly body: Frame;
 }
 
-interface Entry extends GateEntry {
-  readonly gate: Gate;
+/** What the map of gates holds per (lock, owner): a gate, or an entry that stands in for one. */
+type Stored = Gate | Entry;
+
+interface Entry extends GateEntry, PerLockOwner<Stored> {
+  /** The lock of its gate. */
+  readonly name: string;
+  /**
+   * Its gate, once one exists: an entry alone in an empty gate (the usual acquisition) stands in
+   * for it, and a gate is made only when a second entry or a waiter comes (see OwnerGates.gateOf).
+   */
+  gate: Gate | undefined;
   left: boolean;
 }
 
@@ -29,11 +39,15 @@ interface Waiter {
   admit(entry: Entry): void;
 }
 
-class Gate {
+class Gate implements PerLockOwner<Stored> {
   readonly entries: Entry[] = [];
   readonly waiters: Waiter[] = [];
+  nextOwner: Stored | undefined = undefined;
 
-  constructor(readonly key: string) {}
+  constructor(
+    readonly name: string,
+    readonly ownerId: string,
+  ) {}
 
   admits(frame: Frame): boolean {
     const top = this.entries[this.entries.length - 1];
@@ -41,7 +55,14 @@ class Gate {
   }
 
   push(body: Frame): Entry {
-    const entry: Entry = { body, gate: this, left: false };
+    const entry: Entry = {
+      body,
+      name: this.name,
+      ownerId: this.ownerId,
+      gate: this,
+      left: false,
+      nextOwner: undefined,
+    };
     this.entries.push(entry);
     return entry;
   }
@@ -56,7 +77,8 @@ export interface GateWait {
 }
 
 export class OwnerGates {
-  private readonly gates = new Map<string, Gate>();
+  /** Per (lock, owner): its gate, or the one entry of a gate nobody else has entered or waits at. */
+  private readonly gates = new LockOwnerMap<Stored>();
 
   /**
    * Enters the gate of (`name`, `owner`) from `frame`, for a holder whose code will run in `body`:
@@ -71,12 +93,14 @@ export class OwnerGates {
     body: Frame,
     wait: GateWait,
   ): GateEntry | Promise<GateEntry | undefined> {
-    const key = ownerLockKey(owner, name);
-    let gate = this.gates.get(key);
-    if (!gate) {
-      gate = new Gate(key);
-      this.gates.set(key, gate);
+    const found = this.gates.get(name, owner);
+    if (found === undefined) {
+      // Nobody holds or waits: the entry goes in alone, with no gate made for it.
+      const entry: Entry = { body, name, ownerId: owner, gate: undefined, left: false, nextOwner: undefined };
+      this.gates.set(name, entry);
+      return entry;
     }
+    const gate = found instanceof Gate ? found : this.gateOf(found);
     // A call nested in the current holder goes on at once, even past waiting siblings (they wait
     // for the holder, which waits for it); into an empty gate, waiting calls go first.
     const nested = gate.entries.length > 0 && gate.admits(frame);
@@ -90,9 +114,22 @@ export class OwnerGates {
     if (own.left) return;
     own.left = true;
     const { gate } = own;
+    if (!gate) {
+      this.gates.delete(own.name, own);
+      return;
+    }
     const index = gate.entries.lastIndexOf(own);
     if (index >= 0) gate.entries.splice(index, 1);
     this.admitWaiters(gate);
+  }
+
+  /** A gate for an entry that was alone: a second entry or a waiter has come. */
+  private gateOf(alone: Entry): Gate {
+    const gate = new Gate(alone.name, alone.ownerId);
+    alone.gate = gate;
+    gate.entries.push(alone);
+    this.gates.set(alone.name, gate);
+    return gate;
   }
 
   private waitToEnter(gate: Gate, frame: Frame, body: Frame, wait: GateWait): Promise<GateEntry | undefined> {
@@ -143,8 +180,6 @@ export class OwnerGates {
   }
 
   private forgetIfIdle(gate: Gate): void {
-    if (gate.entries.length === 0 && gate.waiters.length === 0 && this.gates.get(gate.key) === gate) {
-      this.gates.delete(gate.key);
-    }
+    if (gate.entries.length === 0 && gate.waiters.length === 0) this.gates.delete(gate.name, gate);
   }
 }
