@@ -48,6 +48,15 @@ export interface Hold {
   readonly readTimeouts?: string;
 }
 
+/** A hold taken out of the book for its release (see HoldBook.takeForRelease). */
+export interface TakenHold {
+  hold: Hold;
+  /** False when the hold was no longer in the book: its lease was lost. */
+  inBook: boolean;
+  /** Its entry, when it was in the book. */
+  entry?: HeldLock;
+}
+
 export interface LostLease {
   name: string;
   ownerId: string;
@@ -57,7 +66,11 @@ export interface LostLease {
 }
 
 export class HeldLock {
-  readonly holds: Hold[] = [];
+  /**
+   * Oldest first. Most locks are held once, so it starts as an array of one: a push onto an empty
+   * array makes room for 17.
+   */
+  readonly holds: Hold[];
   /** The running withLock calls on it, aborted when it is lost; made at the first one. */
   guards?: Set<AbortController>;
   /** performance.now() until which Redis surely keeps the lease (the grant was sent before it). */
@@ -80,7 +93,10 @@ export class HeldLock {
     readonly ownerId: string,
     /** The class of the lock (see LockClass). */
     readonly lockClass: LockClass,
-  ) {}
+    first: Hold,
+  ) {
+    this.holds = [first];
+  }
 
   get byWatchdog(): boolean {
     return this.holds.some((hold) => hold.leaseTime < 0);
@@ -146,13 +162,14 @@ export class HoldBook {
     let entry = this.entries.get(name, ownerId);
     if (!entry) {
       if (this.recentEnds.size > 0) this.recentEnds.delete(bookKey(name, ownerId));
-      entry = new HeldLock(name, ownerId, hold.lockClass);
+      entry = new HeldLock(name, ownerId, hold.lockClass, hold);
       entry.quiet = how.quiet === true;
       entry.explicit = how.explicit === true;
       this.entries.set(name, entry);
       if (holder) this.orphans.register(holder, { name, ownerId }, entry);
+    } else {
+      entry.holds.push(hold);
     }
-    entry.holds.push(hold);
     entry.leaseEnd = Math.max(entry.leaseEnd, leaseEnd);
     this.watchExpiry(entry);
     return entry;
@@ -183,11 +200,7 @@ export class HoldBook {
    * The hold keeps its place in the owner's gate until the caller leaves it, once Redis has the
    * release (a sibling's acquisition must not overtake it).
    */
-  takeForRelease(
-    name: string,
-    ownerId: string,
-    hold?: Hold,
-  ): { hold: Hold; inBook: boolean; entry?: HeldLock } | undefined {
+  takeForRelease(name: string, ownerId: string, hold?: Hold): TakenHold | undefined {
     const entry = this.get(name, ownerId);
     let index = -1;
     if (entry) {

@@ -5,7 +5,7 @@ import {
   LockTimeoutError,
   type LockLostCode,
 } from '../errors';
-import type { Hold, LockClass } from '../holds';
+import type { Hold, LockClass, TakenHold } from '../holds';
 import { DEBUG, debugWakeSource, type LockKind as EventKind } from '../events';
 import { holdLatchBase, homeSlot } from '../keys';
 import { onAbort } from '../abort';
@@ -184,57 +184,95 @@ export abstract class BaseLock implements RLock {
   /**
    * Releases `hold` of `owner`, or its newest (unlock() without the replica check). A release whose
    * outcome Redis never told is sent again in the background until it answers (its latch makes it
-   * count once), so that the hold does not stay for its whole lease.
+   * count once), so that the hold does not stay for its whole lease. Not async, as acquireHold:
+   * one continuation per release in flight instead of a suspended frame.
    */
-  private async releaseHold(owner: string, hold?: Hold, quiet = false): Promise<void> {
+  private releaseHold(owner: string, hold?: Hold, quiet = false): Promise<void> {
     const { book } = this.context;
-    this.noticeOverdueLease(owner);
-    const lostBefore = book.lostCodeOf(this.name, owner);
-    const taken = book.takeForRelease(this.name, owner, hold);
-    if (!taken) {
-      // Nothing taken by hand here. Only an explicit owner id may hold the lock through another
-      // client or process; a generated one has nothing in Redis that this client does not know.
-      if (currentTask()?.ownerId === undefined) throw this.notHeld(owner, lostBefore);
-      return this.releaseUnknownHold(owner);
+    let taken: TakenHold;
+    let lostBefore: LockLostCode | undefined;
+    try {
+      this.noticeOverdueLease(owner);
+      lostBefore = book.lostCodeOf(this.name, owner);
+      const found = book.takeForRelease(this.name, owner, hold);
+      if (!found) {
+        // Nothing taken by hand here. Only an explicit owner id may hold the lock through another
+        // client or process; a generated one has nothing in Redis that this client does not know.
+        if (currentTask()?.ownerId === undefined) throw this.notHeld(owner, lostBefore);
+        return this.releaseUnknownHold(owner);
+      }
+      taken = found;
+    } catch (error) {
+      return Promise.reject(error);
     }
     const { latch, marked } = taken.hold;
     const latchMs = this.latchLifetime(taken.hold);
-    try {
-      if (!taken.inBook) {
-        // Its lease was lost, and a sibling may hold the lock afresh as the same owner: give back
-        // only what this very hold still counts (its latch says), then tell the holder.
-        await this.callUntilAnswered('release', latchMs, () => this.withdraw(owner, latch, latchMs));
-        throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
-      }
-      const closesBefore = this.context.reconnects.count;
-      let result: 0 | 1 | null;
-      try {
-        result = await this.callUntilAnswered('release', latchMs, () =>
-          this.release(owner, latch, latchMs, !marked),
-        );
-      } catch (error) {
+    if (!taken.inBook) return this.releaseLostHold(owner, taken.hold, latchMs, lostBefore);
+    const closesBefore = this.context.reconnects.count;
+    return this.callUntilAnswered('release', latchMs, () =>
+      this.release(owner, latch, latchMs, !marked),
+    ).then(
+      (result) => {
+        try {
+          this.afterRelease(owner, taken, result, closesBefore, lostBefore, quiet);
+        } finally {
+          this.context.gates.leave(taken.hold.entry);
+        }
+      },
+      (error: unknown) => {
         // Sent again in the background (see callUntilAnswered): a later unlock() is told so.
         if (isPassing(error)) book.releaseUnanswered(this.name, owner);
+        this.context.gates.leave(taken.hold.entry);
         throw error;
-      }
-      const rest = book.get(this.name, owner);
-      if (result === null && !rest && this.context.reconnects.count !== closesBefore) {
-        // The connection closed while the release was out, and ioredis sent it again: the copy
-        // finds nothing when the first run deleted the lock and only its reply was lost. (A lease
-        // that ran out in that same moment reads the same; either way nothing is held now.)
-        result = 1;
-      }
-      if (result === null) {
-        if (rest) book.lose(rest, 'not-in-redis', 'Redis no longer had its holds');
-        else if (taken.entry) book.lostAtRelease(taken.entry, 'Redis no longer had its holds');
-        throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
-      }
-      if (result === 1 && rest)
-        book.lose(rest, 'not-in-redis', 'Redis had fewer holds than this client counted');
-      if (!quiet && this.context.events.observes('released'))
-        this.context.events.released(this, owner, taken.hold.acquiredAt, result === 1);
+      },
+    );
+  }
+
+  /** What Redis answered to the release of `taken`, told to the book and the events. */
+  private afterRelease(
+    owner: string,
+    taken: TakenHold,
+    answer: 0 | 1 | null,
+    closesBefore: number,
+    lostBefore: LockLostCode | undefined,
+    quiet: boolean,
+  ): void {
+    const { book } = this.context;
+    let result = answer;
+    const rest = book.get(this.name, owner);
+    if (result === null && !rest && this.context.reconnects.count !== closesBefore) {
+      // The connection closed while the release was out, and ioredis sent it again: the copy
+      // finds nothing when the first run deleted the lock and only its reply was lost. (A lease
+      // that ran out in that same moment reads the same; either way nothing is held now.)
+      result = 1;
+    }
+    if (result === null) {
+      if (rest) book.lose(rest, 'not-in-redis', 'Redis no longer had its holds');
+      else if (taken.entry) book.lostAtRelease(taken.entry, 'Redis no longer had its holds');
+      throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
+    }
+    if (result === 1 && rest)
+      book.lose(rest, 'not-in-redis', 'Redis had fewer holds than this client counted');
+    if (!quiet && this.context.events.observes('released'))
+      this.context.events.released(this, owner, taken.hold.acquiredAt, result === 1);
+  }
+
+  /**
+   * The release of a hold whose lease was lost, while a sibling may hold the lock afresh as the
+   * same owner: gives back only what this very hold still counts (its latch says), then tells the
+   * holder.
+   */
+  private async releaseLostHold(
+    owner: string,
+    hold: Hold,
+    latchMs: number,
+    lostBefore: LockLostCode | undefined,
+  ): Promise<void> {
+    try {
+      await this.callUntilAnswered('release', latchMs, () => this.withdraw(owner, hold.latch, latchMs));
+      throw this.notHeld(owner, lostBefore ?? 'not-in-redis');
     } finally {
-      this.context.gates.leave(taken.hold.entry);
+      this.context.gates.leave(hold.entry);
     }
   }
 
