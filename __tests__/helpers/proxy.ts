@@ -18,10 +18,10 @@ export class FaultProxy {
       upstream.connect(this.targetPort, '127.0.0.1');
       this.sockets.add(client).add(upstream);
       client.on('data', (data) => upstream.write(data));
+      const replies = new DelayedReplies(client);
       upstream.on('data', (data) => {
         if (this.droppingReplies) return;
-        if (this.replyDelay > 0) setTimeout(() => client.writable && client.write(data), this.replyDelay);
-        else client.write(data);
+        replies.push(data, this.replyDelay);
       });
       const close = (): void => {
         client.destroy();
@@ -73,5 +73,37 @@ export class FaultProxy {
   async stop(): Promise<void> {
     this.resetConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/**
+ * The replies of one connection, each held back by the delay in force when it came, and never
+ * overtaking an earlier one: a TCP stream keeps its order, and ioredis matches replies to commands
+ * by it. (Lowering the delay must not let a new reply pass replies still held back.)
+ */
+class DelayedReplies {
+  private readonly queue: Array<{ data: Buffer; at: number }> = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly client: Socket) {}
+
+  push(data: Buffer, delay: number): void {
+    if (delay <= 0 && this.queue.length === 0) {
+      this.client.write(data);
+      return;
+    }
+    this.queue.push({ data, at: performance.now() + delay });
+    this.pump();
+  }
+
+  private pump(): void {
+    clearTimeout(this.timer);
+    const now = performance.now();
+    while (this.queue.length > 0 && (this.queue[0] as { at: number }).at <= now) {
+      const { data } = this.queue.shift() as { data: Buffer };
+      if (this.client.writable) this.client.write(data);
+    }
+    const next = this.queue[0];
+    if (next) this.timer = setTimeout(() => this.pump(), Math.max(0, next.at - now));
   }
 }
