@@ -248,4 +248,29 @@ describe('ioredis keyPrefix', () => {
       expect(await lockOf(redis.client()).tryLock()).toBe(true);
     },
   );
+
+  test.each(kinds)(
+    '%s: a script the server forgot is sent again as text with the prefix once, not twice',
+    async (_kind, lockOf) => {
+      const lock = lockOf(redis.client({}, redis.connect({ keyPrefix: 'myapp:' })));
+      const flush = (): Promise<unknown> => redis.everyMaster((node) => node.script('FLUSH'));
+      await flush();
+      await lock.lock();
+      await flush();
+      await lock.lock();
+      const keys = (await redis.everyMaster((node) => node.keys('*'))).flat();
+      expect(keys).toContain('myapp:prefixed');
+      for (const key of keys) expect(key).not.toMatch(/^myapp:myapp:/);
+      expect(await lock.getHoldCount()).toBe(2);
+      await flush();
+      await lock.unlock();
+      await flush();
+      await lock.unlock();
+      expect(await lock.isLocked()).toBe(false);
+      // What is left (the client's entry, the latch of the inner release) is under the prefix once.
+      for (const key of (await redis.everyMaster((node) => node.keys('*'))).flat()) {
+        expect(key).toMatch(/^myapp:(?!myapp:)/);
+      }
+    },
+  );
 });

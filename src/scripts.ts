@@ -4,10 +4,12 @@ import { LUA_SCRIPTS } from './lua.generated';
 import type { RedisConnection } from './redis';
 
 /**
- * One typed function per Lua script in lua/. Each script is registered once per connection with
- * ioredis defineCommand, which sends EVALSHA and falls back to EVAL on NOSCRIPT (so SCRIPT FLUSH on
- * the server is survived). The command name carries a hash of the script text, so two rlock
- * versions sharing one connection never run each other's scripts.
+ * One typed function per Lua script in lua/. A script goes out as EVALSHA of its digest and, when
+ * the server does not know it, again as EVAL of its text (so SCRIPT FLUSH, a restart or a failover
+ * is survived): as a plain command on an ioredis connection (see sendsDirectly), otherwise through
+ * a command registered once per connection with defineCommand, which does the same. The digest
+ * (and the registered command's name, which carries part of it) follows the script text, so two
+ * rlock versions sharing one connection never run each other's scripts.
  */
 
 type ScriptArg = string | number;
@@ -65,36 +67,109 @@ function scriptSender(redis: RedisConnection): RedisConnection {
   return sender as unknown as RedisConnection;
 }
 
+/** A connection's own EVALSHA and EVAL (ioredis, iovalkey): see sendsDirectly. */
+interface DirectScripting {
+  evalsha(sha: string, keyCount: number, keys: ScriptArg[], args: ScriptArg[]): Promise<unknown>;
+  eval(lua: string, keyCount: number, ...keysAndArgs: ScriptArg[]): Promise<unknown>;
+  options: { keyPrefix?: string };
+}
+
+/**
+ * Whether scripts go to this connection as plain EVALSHA commands (an ioredis or iovalkey Redis,
+ * standalone or behind Sentinel). ioredis' own script commands (defineCommand) wrap every call in
+ * a second promise whose handler, kept until the answer, holds the call's key and argument arrays,
+ * and in a second handler on the command's rejection: about 500 bytes more per script call in
+ * flight than a plain command, which is what the garbage collector copies when thousands are.
+ * A Cluster (whose nodes' connections send the commands) and other clients keep defineCommand.
+ */
+function sendsDirectly(redis: RedisConnection): boolean {
+  const client = redis as unknown as Partial<DirectScripting> & { isCluster?: boolean };
+  return (
+    'commandQueue' in redis &&
+    client.isCluster !== true &&
+    typeof client.evalsha === 'function' &&
+    typeof client.eval === 'function'
+  );
+}
+
+/** A script's text and digest, made when it first runs. */
+interface ScriptText {
+  lua: string;
+  sha: string;
+  /** Per connection: the rejection handler that sends the text when Redis does not know the digest. */
+  readonly fallbacks: WeakMap<object, (error: unknown) => Promise<unknown>>;
+}
+
+/**
+ * The rejection handler of a script sent as EVALSHA on `redis`: a server that does not know the
+ * script (its first run on that server, a restart, SCRIPT FLUSH, a failover) answers NOSCRIPT and
+ * ran nothing, and the call is sent again as EVAL with the text, which also caches it. One handler
+ * per connection and script, not one per call: the keys and arguments are read back from the
+ * error, where ioredis puts the command that failed (with the connection's keyPrefix on the keys,
+ * taken off again here, as EVAL puts it back).
+ */
+function noScriptFallback(text: ScriptText, redis: RedisConnection): (error: unknown) => Promise<unknown> {
+  let fallback = text.fallbacks.get(redis);
+  if (!fallback) {
+    const direct = redis as unknown as DirectScripting;
+    fallback = (error) => {
+      const failed = (error as { command?: { args?: unknown[] } } | null)?.command?.args;
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT') || !Array.isArray(failed)) {
+        return Promise.reject(error);
+      }
+      const keyCount = Number(failed[1]);
+      const prefix = direct.options.keyPrefix ?? '';
+      const rest = (failed.slice(2) as ScriptArg[]).map((value, index) =>
+        index < keyCount && prefix !== '' && String(value).startsWith(prefix)
+          ? String(value).slice(prefix.length)
+          : value,
+      );
+      coalesceWrites(redis);
+      return direct.eval.call(scriptSender(redis), text.lua, keyCount, ...rest);
+    };
+    text.fallbacks.set(redis, fallback);
+  }
+  return fallback;
+}
+
 function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
   file: string,
 ): Script<Keys, Args, Result> {
-  let baseName: string | undefined;
-  let lua = '';
+  let text: ScriptText | undefined;
+  let baseName = '';
   /** Command names by key count, made once. */
   const names: string[] = [];
-  // Named lazily: importing the package hashes no script it never runs.
-  const commandName = (keyCount: number): string => {
-    if (baseName === undefined) {
-      lua = readLua(file);
-      const digest = createHash('sha1').update(lua).digest('hex').slice(0, 12);
-      baseName = `rlock_${file.replace(/\W/g, '_')}_${digest}`;
+  // Read and hashed lazily: importing the package hashes no script it never runs.
+  const scriptText = (): ScriptText => {
+    if (text === undefined) {
+      const lua = readLua(file);
+      const sha = createHash('sha1').update(lua).digest('hex');
+      text = { lua, sha, fallbacks: new WeakMap() };
+      baseName = `rlock_${file.replace(/\W/g, '_')}_${sha.slice(0, 12)}`;
     }
-    return (names[keyCount] ??= `${baseName}_${keyCount}`);
+    return text;
   };
   return (redis, keys, args) => {
     try {
+      const { lua, sha } = scriptText();
+      if (sendsDirectly(redis)) {
+        // Here, where the command is written (a send may await something before it gets here).
+        coalesceWrites(redis);
+        const direct = redis as unknown as DirectScripting;
+        // ioredis flattens array arguments: no spread of keys and args into a new array per call.
+        const reply = direct.evalsha.call(scriptSender(redis), sha, keys.length, keys, args);
+        return reply.then(undefined, noScriptFallback(text as ScriptText, redis)) as Promise<Result>;
+      }
       // One command per key count: batches vary in size, and clients differ in how they read a
       // key count passed at call time (ioredis-mock ignores it), so it is always declared.
-      const name = commandName(keys.length);
+      const name = (names[keys.length] ??= `${baseName}_${keys.length}`);
       const commands = redis as unknown as Record<string, ScriptCall | undefined>;
       let command = commands[name];
       if (typeof command !== 'function') {
         redis.defineCommand(name, { lua, numberOfKeys: keys.length });
         command = commands[name] as ScriptCall;
       }
-      // Here, where the command is written (a send may await something before it gets here).
       coalesceWrites(redis);
-      // ioredis flattens array arguments: no spread of keys and args into a new array per call.
       const reply = command.call(scriptSender(redis), keys, args);
       return (answersNilAsNull(redis) ? reply : reply.then(nilAsNull)) as Promise<Result>;
     } catch (error) {
