@@ -22,6 +22,12 @@ local lock, queue, deadlines, marker, channel, latch = KEYS[1], KEYS[2], KEYS[3]
 publish_command = ARGV[5]
 local lease, owner, mode = tonumber(ARGV[1]), ARGV[2], ARGV[4]
 
+-- The common case in one call: the lock is free, this request was not withdrawn, and nobody waits
+-- (queue and deadlines are written together, so an empty queue leaves no dead waiter to drop).
+if redis.call('exists', lock, latch, queue) == 0 then
+  add_hold(lock, owner, nil, lease, latch, 'a', -2)
+  return nil
+end
 if redis.call('exists', latch) == 1 then return -3 end
 local ttl = redis.call('pttl', lock)
 

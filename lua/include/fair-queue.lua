@@ -71,6 +71,8 @@ end
 -- After `owner`'s last hold is gone: a hand-off marker naming it is void, and the lock goes
 -- straight to the next waiter, if any.
 local function hand_on_released(lock, queue, deadlines, marker, channel, owner, provisional_ms)
+  -- No hand-off pending and nobody waiting, the common case: one call says so.
+  if redis.call('exists', marker, queue) == 0 then return end
   if redis.call('get', marker) == owner then
     redis.call('del', marker)
   end
