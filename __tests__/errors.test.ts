@@ -153,6 +153,40 @@ describe('Redis faults reach the caller as errors', () => {
     expect(await lock.isLocked()).toBe(false);
   });
 
+  test('after SCRIPT FLUSH, the calls in flight send the script text once between them', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    await client.getLock('warm').withLock(() => undefined);
+    await admin.script('FLUSH');
+    await admin.config('RESETSTAT');
+    const locks = Array.from({ length: 300 }, (_, i) => client.getLock(`burst-${i}`));
+    await Promise.all(locks.map((lock) => lock.lock()));
+    await Promise.all(locks.map((lock) => lock.unlock()));
+    const stats = await admin.info('commandstats');
+    const calls = (command: string): number =>
+      Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    // The acquire script's text once and the release script's once; the other calls went again
+    // as EVALSHA behind it (each NOSCRIPT answer ran nothing).
+    expect(calls('eval')).toBe(2);
+    expect(calls('evalsha')).toBe(4 * 300 - 2);
+    expect(await admin.dbsize()).toBe(1); // the client's entry
+  });
+
+  test('a Buffer keyPrefix is kept once when a forgotten script is sent again as text', async () => {
+    const prefix = Buffer.from('äpp:');
+    const connection = redis.connect({ keyPrefix: prefix as unknown as string });
+    const lock = redis.client({}, connection).getLock('ya');
+    const admin = redis.admin();
+    await admin.script('FLUSH');
+    await lock.lock();
+    expect(await admin.exists('äpp:ya')).toBe(1);
+    expect(await lock.isLocked()).toBe(true);
+    await admin.script('FLUSH');
+    await lock.unlock();
+    expect(await admin.exists('äpp:ya')).toBe(0);
+    for (const key of await admin.keys('*')) expect(key).toMatch(/^äpp:rlock_client:/);
+  });
+
   test('a read-only replica rejects with READONLY', async () => {
     const primary = redis.server();
     const replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)]);

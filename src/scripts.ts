@@ -71,7 +71,7 @@ function scriptSender(redis: RedisConnection): RedisConnection {
 interface DirectScripting {
   evalsha(sha: string, keyCount: number, keys: ScriptArg[], args: ScriptArg[]): Promise<unknown>;
   eval(lua: string, keyCount: number, ...keysAndArgs: ScriptArg[]): Promise<unknown>;
-  options: { keyPrefix?: string };
+  options: { keyPrefix?: string | Buffer };
 }
 
 /**
@@ -96,40 +96,77 @@ function sendsDirectly(redis: RedisConnection): boolean {
 interface ScriptText {
   lua: string;
   sha: string;
-  /** Per connection: the rejection handler that sends the text when Redis does not know the digest. */
-  readonly fallbacks: WeakMap<object, (error: unknown) => Promise<unknown>>;
+  /** Per connection: the rejection handler of its EVALSHA calls there (see noScriptHandler). */
+  readonly handlers: WeakMap<object, (error: unknown) => Promise<unknown>>;
+}
+
+/** The keys and arguments of a script call that failed, as the call gave them (see failedCall). */
+type CallArgs = [keyCount: number, ...keysAndArgs: unknown[]];
+
+/**
+ * The keys and arguments of the EVALSHA that failed with `error`, read back from the error (ioredis
+ * puts the failed command there) with the connection's keyPrefix taken off the keys, as EVAL puts
+ * it back; undefined when `error` is not a NOSCRIPT answer.
+ */
+function failedCall(error: unknown, keyPrefix: string | Buffer | undefined): CallArgs | undefined {
+  const failed = (error as { command?: { args?: unknown[] } } | null)?.command?.args;
+  if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT') || !Array.isArray(failed)) {
+    return undefined;
+  }
+  const keyCount = Number(failed[1]);
+  const rest = failed.slice(2);
+  if (keyPrefix !== undefined && keyPrefix.length > 0) {
+    for (let i = 0; i < keyCount; i += 1) rest[i] = withoutPrefix(rest[i], keyPrefix);
+  }
+  return [keyCount, ...rest];
+}
+
+/** `key` without the leading `prefix` ioredis gave it: bytes for a Buffer key, characters otherwise. */
+function withoutPrefix(key: unknown, prefix: string | Buffer): unknown {
+  if (Buffer.isBuffer(key)) {
+    const bytes = Buffer.isBuffer(prefix) ? prefix : Buffer.from(prefix);
+    return key.subarray(0, bytes.length).equals(bytes) ? key.subarray(bytes.length) : key;
+  }
+  const text = prefix.toString();
+  return typeof key === 'string' && key.startsWith(text) ? key.slice(text.length) : key;
 }
 
 /**
- * The rejection handler of a script sent as EVALSHA on `redis`: a server that does not know the
- * script (its first run on that server, a restart, SCRIPT FLUSH, a failover) answers NOSCRIPT and
- * ran nothing, and the call is sent again as EVAL with the text, which also caches it. One handler
- * per connection and script, not one per call: the keys and arguments are read back from the
- * error, where ioredis puts the command that failed (with the connection's keyPrefix on the keys,
- * taken off again here, as EVAL puts it back).
+ * The rejection handler of a script's EVALSHA calls on `redis`, one per connection and script, not
+ * one per call. A server that does not know the script (its first run there, a restart, SCRIPT
+ * FLUSH, a failover) answers NOSCRIPT and ran nothing: the call is sent again as EVAL of the text,
+ * which also caches it. When many calls were in flight, only the first of them sends the text; the
+ * others, answered before it ran, go out again as EVALSHA behind it on the same connection (and as
+ * EVAL only if the server forgot the script once more), instead of each sending the whole text.
  */
-function noScriptFallback(text: ScriptText, redis: RedisConnection): (error: unknown) => Promise<unknown> {
-  let fallback = text.fallbacks.get(redis);
-  if (!fallback) {
-    const direct = redis as unknown as DirectScripting;
-    fallback = (error) => {
-      const failed = (error as { command?: { args?: unknown[] } } | null)?.command?.args;
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT') || !Array.isArray(failed)) {
-        return Promise.reject(error);
-      }
-      const keyCount = Number(failed[1]);
-      const prefix = direct.options.keyPrefix ?? '';
-      const rest = (failed.slice(2) as ScriptArg[]).map((value, index) =>
-        index < keyCount && prefix !== '' && String(value).startsWith(prefix)
-          ? String(value).slice(prefix.length)
-          : value,
-      );
-      coalesceWrites(redis);
-      return direct.eval.call(scriptSender(redis), text.lua, keyCount, ...rest);
-    };
-    text.fallbacks.set(redis, fallback);
-  }
-  return fallback;
+function noScriptHandler(text: ScriptText, redis: RedisConnection): (error: unknown) => Promise<unknown> {
+  const known = text.handlers.get(redis);
+  if (known) return known;
+  const direct = redis as unknown as DirectScripting;
+  /** The text is on its way on this connection: what is sent after it finds the script. */
+  let textPending = false;
+  const textSent = (): void => {
+    textPending = false;
+  };
+  const sendText = (error: unknown): Promise<unknown> => {
+    const call = failedCall(error, direct.options.keyPrefix);
+    if (!call) return Promise.reject(error);
+    coalesceWrites(redis);
+    textPending = true;
+    const sent = direct.eval.call(scriptSender(redis), text.lua, ...(call as [number, ...ScriptArg[]]));
+    sent.then(textSent, textSent);
+    return sent;
+  };
+  const handler = (error: unknown): Promise<unknown> => {
+    if (!textPending) return sendText(error);
+    const call = failedCall(error, direct.options.keyPrefix);
+    if (!call) return Promise.reject(error);
+    coalesceWrites(redis);
+    const [keyCount, ...rest] = call as [number, ...ScriptArg[]];
+    return direct.evalsha.call(scriptSender(redis), text.sha, keyCount, rest, []).then(undefined, sendText);
+  };
+  text.handlers.set(redis, handler);
+  return handler;
 }
 
 function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
@@ -144,7 +181,7 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
     if (text === undefined) {
       const lua = readLua(file);
       const sha = createHash('sha1').update(lua).digest('hex');
-      text = { lua, sha, fallbacks: new WeakMap() };
+      text = { lua, sha, handlers: new WeakMap() };
       baseName = `rlock_${file.replace(/\W/g, '_')}_${sha.slice(0, 12)}`;
     }
     return text;
@@ -158,7 +195,7 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
         const direct = redis as unknown as DirectScripting;
         // ioredis flattens array arguments: no spread of keys and args into a new array per call.
         const reply = direct.evalsha.call(scriptSender(redis), sha, keys.length, keys, args);
-        return reply.then(undefined, noScriptFallback(text as ScriptText, redis)) as Promise<Result>;
+        return reply.then(undefined, noScriptHandler(text as ScriptText, redis)) as Promise<Result>;
       }
       // One command per key count: batches vary in size, and clients differ in how they read a
       // key count passed at call time (ioredis-mock ignores it), so it is always declared.
