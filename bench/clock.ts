@@ -6,3 +6,9 @@
 export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** This process' CPU time so far (user + system), in µs. */
+export const cpuMicros = (): number => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};

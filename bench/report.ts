@@ -288,7 +288,8 @@ ${targetsTable(results)}
   10 ms polling; \`acquireTimeout\` 120 s so every waiter gets through): 8 processes loop acquire one
   of 3 permits → hold 2 ms → release → think 1 ms (*ideal*: 3 / hold = 1 500/s; *most permits
   out* must not exceed 3); then 200 waiters on a semaphore whose 3 permits are held, and the drain.
-- **Many locks**: the libraries take turns in 3 rounds; the median round is reported, with the
+- **Many locks**: the libraries take turns in 5 rounds (3 with \`--quick\`), each round in a fresh
+  process that first runs one whole round to warm up; the median round is reported, with the
   slowest and the fastest. Client CPU decides this figure: Redis is far from busy.
 - **Targets**: the hot path limits on this run's ratios; \`npm run bench -- --check\` runs only the
   scenarios they need and exits non-zero when one is missed.
