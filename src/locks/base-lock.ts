@@ -541,7 +541,7 @@ export abstract class BaseLock implements RLock {
     waitTime: number,
     leaseTime: number,
     signal?: AbortSignal,
-    how: AcquireHow = {},
+    how: AcquireHow = NO_HOW,
   ): Promise<false | Acquired> {
     const { events } = this.context;
     if (how.quiet || !events.observes('acquired')) return this.acquireHold(waitTime, leaseTime, signal, how);
