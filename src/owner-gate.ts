@@ -39,6 +39,11 @@ interface Waiter {
   admit(entry: Entry): void;
 }
 
+/** An entry of the gate of (`name`, `ownerId`), made in one shape wherever it is made. */
+function newEntry(name: string, ownerId: string, body: Frame, gate: Gate | undefined): Entry {
+  return { body, name, ownerId, gate, left: false, nextOwner: undefined };
+}
+
 class Gate implements PerLockOwner<Stored> {
   readonly entries: Entry[] = [];
   readonly waiters: Waiter[] = [];
@@ -55,14 +60,7 @@ class Gate implements PerLockOwner<Stored> {
   }
 
   push(body: Frame): Entry {
-    const entry: Entry = {
-      body,
-      name: this.name,
-      ownerId: this.ownerId,
-      gate: this,
-      left: false,
-      nextOwner: undefined,
-    };
+    const entry = newEntry(this.name, this.ownerId, body, this);
     this.entries.push(entry);
     return entry;
   }
@@ -96,7 +94,7 @@ export class OwnerGates {
     const found = this.gates.get(name, owner);
     if (found === undefined) {
       // Nobody holds or waits: the entry goes in alone, with no gate made for it.
-      const entry: Entry = { body, name, ownerId: owner, gate: undefined, left: false, nextOwner: undefined };
+      const entry = newEntry(name, owner, body, undefined);
       this.gates.set(name, entry);
       return entry;
     }

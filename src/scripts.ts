@@ -69,7 +69,7 @@ function scriptSender(redis: RedisConnection): RedisConnection {
 
 /** A connection's own EVALSHA and EVAL (ioredis, iovalkey): see sendsDirectly. */
 interface DirectScripting {
-  evalsha(sha: string, keyCount: number, keys: ScriptArg[], args: ScriptArg[]): Promise<unknown>;
+  evalsha(sha: string, keyCount: number, ...keysAndArgs: Array<ScriptArg | ScriptArg[]>): Promise<unknown>;
   eval(lua: string, keyCount: number, ...keysAndArgs: ScriptArg[]): Promise<unknown>;
   options: { keyPrefix?: string | Buffer };
 }
@@ -148,23 +148,19 @@ function noScriptHandler(text: ScriptText, redis: RedisConnection): (error: unkn
   const textSent = (): void => {
     textPending = false;
   };
-  const sendText = (error: unknown): Promise<unknown> => {
-    const call = failedCall(error, direct.options.keyPrefix);
+  /** Sends the call that failed with `error` again: as EVAL of the text, or as EVALSHA behind it. */
+  const sendAgain = (error: unknown, asText: boolean): Promise<unknown> => {
+    const call = failedCall(error, direct.options.keyPrefix) as [number, ...ScriptArg[]] | undefined;
     if (!call) return Promise.reject(error);
     coalesceWrites(redis);
+    if (!asText) return direct.evalsha.call(scriptSender(redis), text.sha, ...call).then(undefined, sendText);
     textPending = true;
-    const sent = direct.eval.call(scriptSender(redis), text.lua, ...(call as [number, ...ScriptArg[]]));
+    const sent = direct.eval.call(scriptSender(redis), text.lua, ...call);
     sent.then(textSent, textSent);
     return sent;
   };
-  const handler = (error: unknown): Promise<unknown> => {
-    if (!textPending) return sendText(error);
-    const call = failedCall(error, direct.options.keyPrefix);
-    if (!call) return Promise.reject(error);
-    coalesceWrites(redis);
-    const [keyCount, ...rest] = call as [number, ...ScriptArg[]];
-    return direct.evalsha.call(scriptSender(redis), text.sha, keyCount, rest, []).then(undefined, sendText);
-  };
+  const sendText = (error: unknown): Promise<unknown> => sendAgain(error, true);
+  const handler = (error: unknown): Promise<unknown> => sendAgain(error, !textPending);
   text.handlers.set(redis, handler);
   return handler;
 }
