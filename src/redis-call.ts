@@ -20,7 +20,7 @@ import { retryPause } from './timing';
  * an outage, and makes `enableOfflineQueue: false` work: ioredis rejects a command sent while it
  * (re)connects at once.
  */
-export interface CallLimits<T> {
+export interface CallLimits<T, R = T> {
   /** How long the caller waits for the answer, in ms. Default: the client's commandTimeout. */
   budget?: number;
   /** Aborting it settles the call at once with the signal's reason. */
@@ -42,8 +42,18 @@ export interface CallLimits<T> {
   lane?: Lane;
   /** A wait's call: close() settles it at once with ClientClosedError. */
   endsWithClose?: boolean;
-  /** What the caller gets for an answer that came in time (default: the answer itself). */
-  answered?(value: T): T;
+  /**
+   * What the caller gets for an answer that came in time (default: the answer itself). A caller
+   * that goes on from the answer does it here rather than in a `then` of the call's promise: one
+   * promise, two closures and a reaction fewer per call, which thousands in flight keep alive.
+   */
+  answered?(value: T): R | PromiseLike<R>;
+  /**
+   * What the caller gets instead of a failure (default: the failure, as the promise's rejection);
+   * it may throw. Run a microtask after the call failed, as a rejection handler would be: never
+   * inside the timer, abort or close that failed it.
+   */
+  failed?(error: unknown): R | PromiseLike<R>;
 }
 
 /**
@@ -137,10 +147,10 @@ export class RedisCalls {
    * within the budget with its answer, or rejects with an RLockError (RedisUnavailableError,
    * RedisReplyError) naming the lock and the operation.
    */
-  run<T>(lock: string, operation: string, send: Sender<T>, limits?: CallLimits<T>): Promise<T> {
-    const given: CallLimits<T> = limits ?? NO_LIMITS;
+  run<T, R = T>(lock: string, operation: string, send: Sender<T>, limits?: CallLimits<T, R>): Promise<R> {
+    const given: CallLimits<T, R> = limits ?? NO_LIMITS;
     if (given.signal?.aborted) return Promise.reject(given.signal.reason);
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<R>((resolve, reject) => {
       new CallInFlight(this, lock, operation, send, given, resolve, reject).start();
     });
   }
@@ -172,7 +182,7 @@ export class RedisCalls {
    * by its owner). `unwritable`: the socket refused the call's write, so a 'ready' status is stale
    * (the server closed the socket and ioredis has not noticed yet): the call waits for the next.
    */
-  whenReady(call: CallInFlight<unknown>, unwritable = false): (() => void) | undefined {
+  whenReady(call: CallInFlight<unknown, unknown>, unwritable = false): (() => void) | undefined {
     const status = this.status();
     if (status === undefined || (status === 'ready' && !unwritable)) {
       call.dispatch();
@@ -213,7 +223,7 @@ export class RedisCalls {
  * fate of an answer that came too late. One object per call, not a closure per outcome: with
  * thousands of calls in flight, what each keeps alive is what the garbage collector copies.
  */
-class CallInFlight<T> implements PendingCall, Deadline {
+class CallInFlight<T, R> implements PendingCall, Deadline {
   readonly at: number;
   queue?: DeadlineQueue;
   earlier?: Deadline;
@@ -239,8 +249,8 @@ class CallInFlight<T> implements PendingCall, Deadline {
     private readonly lock: string,
     private readonly operation: string,
     private readonly sender: Sender<T>,
-    private readonly limits: CallLimits<T>,
-    private readonly resolve: (value: T) => void,
+    private readonly limits: CallLimits<T, R>,
+    private readonly resolve: (value: R | PromiseLike<R>) => void,
     private readonly reject: (error: unknown) => void,
   ) {
     // Whole ms: a wait's budgets are what is left of it, and calls with one budget share a queue.
@@ -255,7 +265,7 @@ class CallInFlight<T> implements PendingCall, Deadline {
     const { signal } = this.limits;
     if (signal) this.stopListening = onAbort(signal, () => this.fail(signal.reason));
     if (this.endsWithClose) calls.waits.add(this);
-    this.waitingForReady = calls.whenReady(this as CallInFlight<unknown>);
+    this.waitingForReady = calls.whenReady(this as CallInFlight<unknown, unknown>);
   }
 
   /** Sends the command (the connection is ready), after the lane's previous one was answered. */
@@ -298,7 +308,6 @@ class CallInFlight<T> implements PendingCall, Deadline {
   /** Settles the call with `error` as it is (an abort's or close's reason). */
   fail(error: unknown): void {
     if (!this.finish()) return;
-    this.reject(error);
     // Not answered in time: it may still run, or never (or was never written); sending it again
     // settles which.
     if (this.limits.resendFor !== undefined && isPassing(error)) this.resendInBackground();
@@ -311,6 +320,9 @@ class CallInFlight<T> implements PendingCall, Deadline {
         this.grace.unref();
       }
     }
+    const { failed } = this.limits;
+    if (!failed) this.reject(error);
+    else this.resolve(Promise.reject(error).catch((reason: unknown) => failed.call(this.limits, reason)));
   }
 
   /** Settles the call with the error a caller sees for `error` (see asLockError). */
@@ -319,18 +331,20 @@ class CallInFlight<T> implements PendingCall, Deadline {
   }
 
   private answer(value: T): void {
-    if (this.finish()) {
-      const { limits } = this;
-      if (!limits.answered) this.resolve(value);
-      else {
-        try {
-          this.resolve(limits.answered(value));
-        } catch (error) {
-          this.reject(error);
-        }
+    const inTime = this.finish();
+    // Learned first: a caller that goes on from the answer (see CallLimits.answered) may send the
+    // lane's next call at once.
+    this.learn({ ran: true, value });
+    if (!inTime) return;
+    const { limits } = this;
+    if (!limits.answered) this.resolve(value as unknown as R);
+    else {
+      try {
+        this.resolve(limits.answered(value));
+      } catch (error) {
+        this.reject(error);
       }
     }
-    this.learn({ ran: true, value });
   }
 
   private refused(error: unknown): void {
@@ -339,7 +353,7 @@ class CallInFlight<T> implements PendingCall, Deadline {
     if (!this.settled && isNotWritable(error) && this.calls.status() !== undefined) {
       this.dispatched = false;
       this.learn(undefined);
-      this.waitingForReady = this.calls.whenReady(this as CallInFlight<unknown>, true);
+      this.waitingForReady = this.calls.whenReady(this as CallInFlight<unknown, unknown>, true);
       return;
     }
     // Written, then cut off or timed out by ioredis: it may run yet, or have run.

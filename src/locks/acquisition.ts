@@ -3,6 +3,7 @@ import type { Frame } from '../owner';
 import type { GateEntry } from '../owner-gate';
 import type { CallLimits, Fate, Lane, RedisCalls } from '../redis-call';
 import type { AttemptKind } from '../wait';
+import type { Acquired } from './base-lock';
 
 /** What an acquisition asks of the lock it takes (BaseLock). */
 export interface AttemptTarget {
@@ -14,7 +15,14 @@ export interface AttemptTarget {
   sendAttempt(owner: string, leaseMs: number, latch: string, kind: AttemptKind): Promise<number | null>;
   /** Withdraws the acquire request of `latch` in the background, until Redis answers. */
   withdrawInBackground(owner: string, latch: string, leaseMs: number): Promise<void>;
+  /** Where the acquisition goes from its first attempt's answer: taken, not taken, or a wait. */
+  onFirstAnswer(acquisition: Acquisition, ttl: number | null): Outcome | Promise<Outcome>;
+  /** Where it goes when its first attempt failed (a wait, while time is left); may throw. */
+  onFirstFailure(acquisition: Acquisition, error: unknown): Promise<Outcome>;
 }
+
+/** What an acquisition ends with, as the lock reports it (false: not taken in time). */
+type Outcome = false | Acquired;
 
 /** How an acquisition runs, besides its times (for withLock and group locks). */
 export interface AcquireHow {
@@ -56,6 +64,8 @@ export class Acquisition implements Lane {
   waiting = true;
   /** performance.now() time at which the wait ends (Infinity: never), once the first attempt went out. */
   deadline = Infinity;
+  /** How long the acquisition may wait once past the owner's gate, in ms (-1: without limit). */
+  waitTime = -1;
 
   constructor(
     readonly lock: AttemptTarget,
@@ -75,7 +85,16 @@ export class Acquisition implements Lane {
   attempt(kind: AttemptKind, budget: number, signal: AbortSignal | undefined): Promise<number | null> {
     if (this.grantLatch !== undefined) return Promise.resolve(null);
     const call = new AttemptCall(this, kind, budget, signal);
-    return this.calls.run(this.lock.name, 'acquire', call, call) as Promise<number | null>;
+    return this.calls.run(this.lock.name, 'acquire', call, call);
+  }
+
+  /**
+   * The acquisition's first attempt, and where it goes from there (see AttemptTarget.onFirstAnswer):
+   * the call's answer carries the acquisition on, without a promise chained to it.
+   */
+  firstAttempt(kind: AttemptKind, budget: number): Promise<Outcome> {
+    const call = new FirstAttemptCall(this, kind, budget, this.signal);
+    return this.calls.run(this.lock.name, 'acquire', call, call);
   }
 
   /** The wait is over; a grant it adopted but did not take (time out, error) is given back. */
@@ -96,13 +115,13 @@ export class Acquisition implements Lane {
  * One attempt's call: the command to send and what to do with its answer, whether it comes in
  * time or late (see CallLimits). Its own object, as the acquisition is, instead of closures.
  */
-class AttemptCall implements CallLimits<number | null | typeof ADOPTED> {
+abstract class AttemptCallBase {
   readonly latch: string;
   readonly sentAt: number;
   readonly endsWithClose = true;
 
   constructor(
-    private readonly acquisition: Acquisition,
+    protected readonly acquisition: Acquisition,
     private readonly kind: AttemptKind,
     readonly budget: number,
     readonly signal: AbortSignal | undefined,
@@ -122,7 +141,8 @@ class AttemptCall implements CallLimits<number | null | typeof ADOPTED> {
     return acquisition.lock.sendAttempt(acquisition.owner, acquisition.leaseMs, this.latch, this.kind);
   }
 
-  answered(ttl: number | null | typeof ADOPTED): number | null {
+  /** What an answer in time says (null: this wait holds the lock), once recorded. */
+  protected took(ttl: number | null | typeof ADOPTED): number | null {
     if (ttl === ADOPTED) return null;
     const { acquisition } = this;
     if (ttl === null) this.grant();
@@ -159,5 +179,25 @@ class AttemptCall implements CallLimits<number | null | typeof ADOPTED> {
   private grant(): void {
     this.acquisition.grantLatch = this.latch;
     this.acquisition.grantSentAt = this.sentAt;
+  }
+}
+
+type AttemptAnswer = number | null | typeof ADOPTED;
+
+/** An attempt of a wait: the caller gets the ttl it answered (null: acquired). */
+class AttemptCall extends AttemptCallBase implements CallLimits<AttemptAnswer, number | null> {
+  answered(ttl: AttemptAnswer): number | null {
+    return this.took(ttl);
+  }
+}
+
+/** The first attempt's call, whose answer carries the acquisition on (see Acquisition.firstAttempt). */
+class FirstAttemptCall extends AttemptCallBase implements CallLimits<AttemptAnswer, Outcome> {
+  answered(ttl: AttemptAnswer): Outcome | Promise<Outcome> {
+    return this.acquisition.lock.onFirstAnswer(this.acquisition, this.took(ttl));
+  }
+
+  failed(error: unknown): Promise<Outcome> {
+    return this.acquisition.lock.onFirstFailure(this.acquisition, error);
   }
 }

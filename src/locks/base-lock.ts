@@ -615,44 +615,48 @@ export abstract class BaseLock implements RLock {
   ): Promise<false | Acquired> {
     const { context } = this;
     acquisition.entry = entry;
+    acquisition.waitTime = waitTime;
     context.registry.keepFor(Math.max(acquisition.leaseMs, context.fairLockWaitTimeout));
-    let answer: Promise<number | null>;
     try {
       acquisition.signal?.throwIfAborted();
       context.closing.throwIfAborted();
       const first = firstAttemptOf(waitTime, context.calls.commandTimeout, this.wakeSourceFirst);
       acquisition.deadline = first.deadline;
-      answer = acquisition.attempt(first.kind, first.budget, acquisition.signal);
+      return acquisition.firstAttempt(first.kind, first.budget);
     } catch (error) {
       return Promise.reject(this.acquisitionFailed(acquisition, error));
     }
-    return answer.then(
-      (ttl) => {
-        const next = afterFirstAnswer(ttl, waitTime, acquisition.deadline);
-        if (next === null) {
-          // Granted just as the caller stopped waiting (abort, close): given back.
-          const stopped = acquisition.signal?.aborted
-            ? acquisition.signal
-            : context.closing.aborted
-              ? context.closing
-              : undefined;
-          if (stopped) throw this.acquisitionFailed(acquisition, stopped.reason);
-          return this.grant(acquisition, 'attempt');
-        }
-        return next === false
-          ? this.acquisitionEnded(acquisition)
-          : this.waitFor(acquisition, next, waitTime);
-      },
-      (error: unknown) => {
-        let next: FirstAnswer;
-        try {
-          next = afterFirstFailure(error, waitTime, acquisition.deadline, acquisition.how.failFast);
-        } catch (failure) {
-          throw this.acquisitionFailed(acquisition, failure);
-        }
-        return this.waitFor(acquisition, next, waitTime);
-      },
-    );
+  }
+
+  /** Where an acquisition goes from its first attempt's answer (see AttemptTarget). */
+  onFirstAnswer(acquisition: Acquisition, ttl: number | null): false | Acquired | Promise<false | Acquired> {
+    const next = afterFirstAnswer(ttl, acquisition.waitTime, acquisition.deadline);
+    if (next === null) {
+      // Granted just as the caller stopped waiting (abort, close): given back.
+      const { closing } = this.context;
+      const stopped = acquisition.signal?.aborted
+        ? acquisition.signal
+        : closing.aborted
+          ? closing
+          : undefined;
+      if (stopped) throw this.acquisitionFailed(acquisition, stopped.reason);
+      return this.grant(acquisition, 'attempt');
+    }
+    return next === false
+      ? this.acquisitionEnded(acquisition)
+      : this.waitFor(acquisition, next, acquisition.waitTime);
+  }
+
+  /** Where an acquisition goes when its first attempt failed (see AttemptTarget). */
+  onFirstFailure(acquisition: Acquisition, error: unknown): Promise<false | Acquired> {
+    const { waitTime } = acquisition;
+    let next: FirstAnswer;
+    try {
+      next = afterFirstFailure(error, waitTime, acquisition.deadline, acquisition.how.failFast);
+    } catch (failure) {
+      throw this.acquisitionFailed(acquisition, failure);
+    }
+    return this.waitFor(acquisition, next, waitTime);
   }
 
   /** The wait after a first attempt that did not settle it (see acquireOrWait). */
