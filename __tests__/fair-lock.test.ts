@@ -320,6 +320,39 @@ describe('fair lock', () => {
     }
   }, 20_000);
 
+  test('a newcomer that finds the lock free with a live waiter queued waits behind it', async () => {
+    // A free lock with a queue: the holder's lease ran out and nobody handed it on yet. The first
+    // attempt of lock() answers that with a full attempt, not by taking the lock.
+    const admin = redis.admin();
+    const client = redis.client();
+    const name = 'fair-free-with-queue';
+    const serverMs = Number((await admin.time())[0]) * 1000;
+    await admin.rpush(queueKey(name), 'other-client:1');
+    await admin.zadd(deadlinesKey(name), serverMs + 60_000, 'other-client:1');
+    expect(await client.getFairLock(name).tryLock(300, 10_000)).toBe(false);
+    // The full attempt handed the lock to the waiter whose turn it was.
+    expect(await holderIds(admin, name)).toEqual(['other-client:1']);
+    expect(await client.getFairLock(name).tryLock()).toBe(false);
+  });
+
+  test('a newcomer that finds the lock free with only dead waiters queued takes it', async () => {
+    const admin = redis.admin();
+    const client = redis.client();
+    for (const [name, take] of [
+      ['fair-free-dead-queue-lock', (lock: RLock) => lock.lock()],
+      ['fair-free-dead-queue-try', (lock: RLock) => lock.tryLock()],
+    ] as const) {
+      const serverMs = Number((await admin.time())[0]) * 1000;
+      await admin.rpush(queueKey(name), 'gone-client:1');
+      await admin.zadd(deadlinesKey(name), serverMs - 1_000, 'gone-client:1');
+      const lock = client.getFairLock(name);
+      await take(lock);
+      expect(await lock.isHeldByCurrentTask()).toBe(true);
+      expect(await admin.llen(queueKey(name))).toBe(0);
+      await lock.unlock();
+    }
+  });
+
   test('the queue of waiters that all died is gone within fairLockWaitTimeout, untouched', async () => {
     const holder = redis.client();
     const admin = redis.admin();

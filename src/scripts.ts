@@ -266,6 +266,16 @@ export const renewLocks = defineScript<string[], ScriptArg[], number[]>('lock/re
 /** The fair lock's keys, in the order every fair script takes them. */
 export type FairKeys = [lock: string, queue: string, deadlines: string, marker: string, channel: string];
 
+/**
+ * A first attempt that never queues (see lua/fair/try.lua): null when acquired or re-entered, -4
+ * when waiters are queued on a free lock (acquireFairLock decides), else as acquireFairLock.
+ */
+export const tryFairLock = defineScript<
+  [lock: string, queue: string, holdLatch: string],
+  [leaseMs: number, ownerId: string],
+  number | null
+>('fair/try.lua');
+
 /** Returns null when acquired, re-entered or handed the lock, else the holder's ttl (ms, -1 = no expiry). */
 export const acquireFairLock = defineScript<
   [...FairKeys, holdLatch: string],

@@ -21,8 +21,17 @@ import { pauseFor, retryPause } from './timing';
  * A wait without a bound (lock()) rides out an outage the same way, telling `onRetry` each time.
  */
 
-/** 'try': one attempt, never queue; 'first': the first attempt of a wait; 'queued': a later one. */
-export type AttemptKind = 'try' | 'first' | 'queued';
+/**
+ * 'try': one attempt, never queue; 'look': the first attempt of a wait that listens before it
+ * queues, which never queues either (any ttl it answers only says "not taken": the wait goes on
+ * with 'first'); 'first': the first attempt of a wait that may queue; 'queued': a later one.
+ */
+export type AttemptKind = 'try' | 'look' | 'first' | 'queued';
+
+/** The mode an acquire script takes for an attempt: a 'look' never queues, as a 'try'. */
+export function scriptMode(kind: AttemptKind): 'try' | 'first' | 'queued' {
+  return kind === 'look' ? 'try' : kind;
+}
 
 export type WakeReason = 'message' | 'recheck' | 'timeout' | 'granted';
 
@@ -259,7 +268,7 @@ function stepBudget(commandTimeout: number, deadline: number): number {
  */
 function attemptKind(listenBeforeQueueing: boolean, attempts: number): AttemptKind {
   if (!listenBeforeQueueing) return attempts === 0 ? 'first' : 'queued';
-  if (attempts === 0) return 'try';
+  if (attempts === 0) return 'look';
   return attempts === 1 ? 'first' : 'queued';
 }
 

@@ -1,6 +1,7 @@
 import { fairLockKeys, type FairLockKeys } from '../keys';
 import {
   acquireFairLock,
+  tryFairLock,
   confirmFairHandoff,
   forceReleaseFairLock,
   leaveFairQueue,
@@ -10,7 +11,7 @@ import {
   type PublishCommand,
 } from '../scripts';
 import { UNCONFIRMED_POLL_MS } from '../pubsub';
-import type { AttemptKind, StepLimits, WakeSource } from '../wait';
+import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
 import { BaseLock } from './base-lock';
 import type { LockContext } from './context';
 
@@ -49,15 +50,30 @@ export class FairLock extends BaseLock {
     latch: string,
     kind: AttemptKind,
   ): Promise<number | null> {
+    if (kind !== 'look') return this.fullAttempt(owner, leaseMs, latch, kind);
+    // Half the arguments of the full script. It answers -4 instead for waiters queued on a free
+    // lock, which the wait's next attempt, a full one, settles (a 'try' alone, tryLock(), sends
+    // the full script at once).
+    const { lock, queue } = this.keys;
+    return tryFairLock(this.context.redis, [lock, queue, latch], [leaseMs, owner]);
+  }
+
+  /** An attempt by fair/acquire.lua, which may queue the owner (kind 'first', 'queued'). */
+  private fullAttempt(
+    owner: string,
+    leaseMs: number,
+    latch: string,
+    kind: AttemptKind,
+  ): Promise<number | null> {
     const { context } = this;
     const publish = context.publishCommand();
     // Known after the client's first calls: the attempt goes out without waiting for anything.
-    if (typeof publish !== 'string') return publish.then(() => this.attempt(owner, leaseMs, latch, kind));
+    if (typeof publish !== 'string') return publish.then(() => this.fullAttempt(owner, leaseMs, latch, kind));
     const ttl = acquireFairLock(context.redis, this.keysWith(latch), [
       leaseMs,
       owner,
       context.fairLockWaitTimeout,
-      kind,
+      scriptMode(kind),
       publish,
     ]);
     // A 'try' only takes a free lock: nothing to do with its answer.

@@ -11,7 +11,7 @@ import {
   withdrawWriteLock,
   type PublishCommand,
 } from '../scripts';
-import type { AttemptKind, StepLimits, WakeSource } from '../wait';
+import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
 import { BaseLock, newHandleOwner, type HandleOwner } from './base-lock';
 import type { LockContext } from './context';
 import type { RLock } from './types';
@@ -173,7 +173,7 @@ class WriteLock extends ReadWriteHalf {
     return acquireWriteLock(
       this.context.redis,
       [lock, latch, writers, preference],
-      [leaseMs, owner, kind, this.context.watchdogTimeout, this.writerPreference ? '1' : ''],
+      [leaseMs, owner, scriptMode(kind), this.context.watchdogTimeout, this.writerPreference ? '1' : ''],
     );
   }
 

@@ -1,0 +1,34 @@
+--[[
+  A fair lock's first attempt, which never queues: fair/acquire.lua's 'try' with only the keys a
+  free or re-entered lock needs, so that the most common call sends half the arguments.
+  KEYS[1]  lock hash: field owner id -> hold count (Redisson layout)
+  KEYS[2]  queue: list of waiting owner ids, arrival order
+  KEYS[3]  the request's latch (see include/holds.lua): the hold it takes is marked under this name
+  ARGV[1]  lease in ms
+  ARGV[2]  owner id
+  Returns  nil when acquired or re-entered; otherwise the holder's ttl in ms (-1: no expiry); -3
+           when the request was withdrawn before it ran (see fair/withdraw.lua); -4 when the lock
+           is free but waiters are queued: whose turn it is takes fair/acquire.lua (it may drop dead
+           waiters and announce), so the caller sends that, with the same latch (nothing was
+           written)
+]]
+--@include include/holds.lua
+
+local lock, queue, latch = KEYS[1], KEYS[2], KEYS[3]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+
+-- The common case in one call: the lock is free, this request was not withdrawn, and nobody waits.
+if redis.call('exists', lock, latch, queue) == 0 then
+  add_hold(lock, owner, nil, lease, latch, 'a', -2)
+  return nil
+end
+if redis.call('exists', latch) == 1 then return -3 end
+local ttl = redis.call('pttl', lock)
+if ttl == -2 then return -4 end
+local count, mark = hold_state(lock, owner, latch)
+if mark then return nil end
+if count then
+  add_hold(lock, owner, count, lease, latch, 'a', ttl)
+  return nil
+end
+return ttl
