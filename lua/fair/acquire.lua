@@ -16,28 +16,18 @@
            request was withdrawn before it ran (see fair/withdraw.lua)
 ]]
 --@include include/holds.lua
+--@include include/fair-look.lua
 --@include include/fair-queue.lua
 
 local lock, queue, deadlines, marker, channel, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 publish_command = ARGV[5]
 local lease, owner, mode = tonumber(ARGV[1]), ARGV[2], ARGV[4]
 
--- The common case in one call: the lock is free, this request was not withdrawn, and nobody waits
--- (queue and deadlines are written together, so an empty queue leaves no dead waiter to drop).
-if redis.call('exists', lock, latch, queue) == 0 then
-  add_hold(lock, owner, nil, lease, latch, 'a', -2)
-  return nil
-end
-if redis.call('exists', latch) == 1 then return -3 end
-local ttl = redis.call('pttl', lock)
+local ttl, settled = look_at_fair_lock(lock, queue, latch, owner, lease)
+if settled then return ttl end
 
 if ttl == -2 then
-  -- Free, and nobody waits: take it. (Queue and deadlines are written together, so an empty queue
-  -- leaves no dead waiter to drop either.)
-  if redis.call('exists', queue) == 0 then
-    add_hold(lock, owner, nil, lease, latch, 'a', ttl)
-    return nil
-  end
+  -- Free, with waiters queued (a free lock nobody waits for was taken above).
   purge_dead(queue, deadlines, server_now())
   local head = redis.call('lindex', queue, 0)
   if not head or head == owner then

@@ -13,17 +13,13 @@
            written)
 ]]
 --@include include/holds.lua
+--@include include/fair-look.lua
 
 local lock, queue, latch = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
 
--- The common case in one call: the lock is free, this request was not withdrawn, and nobody waits.
-if redis.call('exists', lock, latch, queue) == 0 then
-  add_hold(lock, owner, nil, lease, latch, 'a', -2)
-  return nil
-end
-if redis.call('exists', latch) == 1 then return -3 end
-local ttl = redis.call('pttl', lock)
+local ttl, settled = look_at_fair_lock(lock, queue, latch, owner, lease)
+if settled then return ttl end
 if ttl == -2 then return -4 end
 local count, mark = hold_state(lock, owner, latch)
 if mark then return nil end
