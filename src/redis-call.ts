@@ -149,7 +149,7 @@ export class RedisCalls {
    */
   run<T, R = T>(lock: string, operation: string, send: Sender<T>, limits?: CallLimits<T, R>): Promise<R> {
     const given: CallLimits<T, R> = limits ?? NO_LIMITS;
-    if (given.signal?.aborted) return Promise.reject(given.signal.reason);
+    if (given.signal?.aborted) return settleFailed(given, given.signal.reason);
     return new Promise<R>((resolve, reject) => {
       new CallInFlight(this, lock, operation, send, given, resolve, reject).start();
     });
@@ -320,9 +320,8 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
         this.grace.unref();
       }
     }
-    const { failed } = this.limits;
-    if (!failed) this.reject(error);
-    else this.resolve(Promise.reject(error).catch((reason: unknown) => failed.call(this.limits, reason)));
+    if (this.limits.failed) this.resolve(settleFailed(this.limits, error));
+    else this.reject(error);
   }
 
   /** Settles the call with the error a caller sees for `error` (see asLockError). */
@@ -403,6 +402,13 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
     const lifetime = this.limits.resendFor as number;
     void this.calls.resend(this.lock, this.operation, lifetime, this.sender as Sender<unknown>);
   }
+}
+
+/** A failed call's outcome: the failure, or what `limits.failed` makes of it a microtask later. */
+function settleFailed<T, R>(limits: CallLimits<T, R>, error: unknown): Promise<R> {
+  const { failed } = limits;
+  const failure = Promise.reject(error);
+  return failed ? failure.catch((reason: unknown) => failed.call(limits, reason)) : failure;
 }
 
 function isNotWritable(error: unknown): boolean {
