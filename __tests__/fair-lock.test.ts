@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import type { LockClient, LockLostEvent, RLock } from '../src';
 import { fifoViolations } from './helpers/fifo';
-import { holderIds } from './helpers/holders';
+import { holdCounts, holderIds } from './helpers/holders';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep } from './helpers/wait';
 import { startWorker } from './helpers/workers';
@@ -351,6 +351,51 @@ describe('fair lock', () => {
       expect(await admin.llen(queueKey(name))).toBe(0);
       await lock.unlock();
     }
+  });
+
+  test('a wait whose time runs out on its first look still settles a free lock with dead waiters', async () => {
+    // The first attempt leaves a free lock with waiters queued to the full script; a wait that is
+    // over by the time that answer comes still sends the full script once, as tryLock() does.
+    const admin = redis.admin();
+    const client = redis.client();
+    const name = 'fair-short-wait-dead-queue';
+    const serverMs = Number((await admin.time())[0]) * 1000;
+    await admin.rpush(queueKey(name), 'gone-client:1');
+    await admin.zadd(deadlinesKey(name), serverMs - 1_000, 'gone-client:1');
+    const lock = client.getFairLock(name);
+    const taking = lock.tryLock(1, 10_000);
+    // The event loop is busy until the 1 ms wait is over: its first answer comes too late.
+    const busyUntil = Date.now() + 20;
+    while (Date.now() < busyUntil);
+    expect(await taking).toBe(true);
+    expect(await admin.llen(queueKey(name))).toBe(0);
+    await lock.unlock();
+  });
+
+  test('waits of one owner share one hand-off: the second is a re-entry, not a second claim', async () => {
+    const admin = redis.admin();
+    const holder = redis.client();
+    const client = redis.client();
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    const name = 'fair-one-owner-two-waits';
+    const first = holder.getFairLock(name);
+    await first.lock();
+    // One handle outside a task: one owner, whose two lock() calls wait together.
+    const lock = client.getFairLock(name);
+    const both = Promise.all([lock.lock(), lock.lock()]);
+    await eventually('queued', async () => (await admin.llen(queueKey(name))) === 1);
+    await sleep(100);
+    await first.unlock();
+    await both;
+    // A hand-off's hold is counted in Redis once its confirmation lands (in the background).
+    await eventually('both holds counted in Redis', async () => (await lock.getHoldCount()) === 2);
+    expect(Object.values(await holdCounts(admin, name))).toEqual(['2']);
+    await lock.unlock();
+    expect(await redis.client().getFairLock(name).tryLock()).toBe(false);
+    await lock.unlock();
+    expect(await admin.exists(name)).toBe(0);
+    expect(lost).toEqual([]);
   });
 
   test('the queue of waiters that all died is gone within fairLockWaitTimeout, untouched', async () => {

@@ -28,6 +28,12 @@ import { pauseFor, retryPause } from './timing';
  */
 export type AttemptKind = 'try' | 'look' | 'first' | 'queued';
 
+/**
+ * What a 'look' answers when only the full attempt can decide (fair/try.lua: waiters are queued on
+ * a free lock, and whose turn it is takes the full script): the wait's next attempt is a full one.
+ */
+export const ASK_IN_FULL = -4;
+
 /** The mode an acquire script takes for an attempt: a 'look' never queues, as a 'try'. */
 export function scriptMode(kind: AttemptKind): 'try' | 'first' | 'queued' {
   return kind === 'look' ? 'try' : kind;
@@ -213,6 +219,9 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
       const left = timeLeft();
       if (left <= 0) {
         if (failure !== undefined) throw outOfTime(failure, plan.waitTime);
+        // A 'look' that left the decision to the full attempt decided nothing: one full attempt
+        // that does not queue answers, as a tryLock() would have.
+        if (ttl === ASK_IN_FULL && (await lastFullTry())) return (outcome = 'attempt');
         return false;
       }
       if (failure !== undefined) {
@@ -243,6 +252,19 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
         .giveUp({ budget: stopped ? plan.commandTimeout : limits().budget })
         .catch(() => undefined);
       if (!stopped) await leaving;
+    }
+  }
+
+  /**
+   * A wait whose time ran out on a 'look' that left the decision to the full attempt (see
+   * ASK_IN_FULL) makes that attempt once, without queueing, as a tryLock() would: true when it took
+   * the lock.
+   */
+  async function lastFullTry(): Promise<boolean> {
+    try {
+      return afterGrant(plan, await plan.attempt('try', limits())) === null;
+    } catch (error) {
+      throw isPassing(error) ? outOfTime(error, plan.waitTime) : error;
     }
   }
 

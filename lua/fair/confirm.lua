@@ -6,20 +6,31 @@
   ARGV[2]  lease in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
   Returns  1 when the owner holds the lock now with that lease, 0 when the hand-off was lost
+
+  Several waits of one owner share its place in the queue, and one hand-off: the first of them to
+  claim it (this confirmation, or an attempt that finds the hand-off marker, see fair/acquire.lua)
+  takes it over; a later one is a re-entry and adds a hold. A re-sent copy finds its mark.
 ]]
+--@include include/holds.lua
 --@include include/fair-queue.lua
 
 publish_command = ARGV[3]
+local lock, queue, marker, channel, latch = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6]
+local owner, lease = ARGV[1], tonumber(ARGV[2])
 
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-  return 0
-end
-if redis.call('get', KEYS[4]) == ARGV[1] then
-  redis.call('del', KEYS[4])
-  if tonumber(ARGV[2]) < redis.call('pttl', KEYS[1]) then
-    recheck_head(KEYS[1], KEYS[2], KEYS[5])
+local count, mark = hold_state(lock, owner, latch)
+if not count then return 0 end
+if mark then return 1 end
+if redis.call('get', marker) == owner then
+  redis.call('del', marker)
+  local ttl = redis.call('pttl', lock)
+  if lease < ttl then
+    recheck_head(lock, queue, channel)
   end
-  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('hset', lock, latch, 'a')
+  redis.call('pexpire', lock, lease)
+  return 1
 end
-redis.call('hset', KEYS[1], KEYS[6], 'a')
+-- Claimed already by another wait of this owner: this one holds the lock once more.
+add_hold(lock, owner, count, lease, latch, 'a', redis.call('pttl', lock))
 return 1

@@ -9,8 +9,7 @@
   Returns  nil when acquired or re-entered; otherwise the holder's ttl in ms (-1: no expiry); -3
            when the request was withdrawn before it ran (see fair/withdraw.lua); -4 when the lock
            is free but waiters are queued: whose turn it is takes fair/acquire.lua (it may drop dead
-           waiters and announce), so the caller sends that, with the same latch (nothing was
-           written)
+           waiters and announce), which the caller sends next (this one wrote nothing)
 ]]
 --@include include/holds.lua
 --@include include/fair-look.lua

@@ -51,9 +51,9 @@ export class FairLock extends BaseLock {
     kind: AttemptKind,
   ): Promise<number | null> {
     if (kind !== 'look') return this.fullAttempt(owner, leaseMs, latch, kind);
-    // Half the arguments of the full script. It answers -4 instead for waiters queued on a free
-    // lock, which the wait's next attempt, a full one, settles (a 'try' alone, tryLock(), sends
-    // the full script at once).
+    // Half the arguments of the full script. For waiters queued on a free lock it answers
+    // ASK_IN_FULL instead, and the wait's next attempt, a full one, settles whose turn it is (a
+    // 'try' alone, tryLock(), sends the full script at once).
     const { lock, queue } = this.keys;
     return tryFairLock(this.context.redis, [lock, queue, latch], [leaseMs, owner]);
   }
