@@ -160,6 +160,10 @@ describe('MultiLock and RedLock on independent masters', () => {
   test('RedLock: a quorum reached with no validity left (lease shorter than drift) is given back', async () => {
     const red = clients[0]!.getRedLock(...members('r-valid'));
     expect(await red.tryLock(0, 2)).toBe(false);
-    expect(await clients[0]!.getLock('r-valid').isLocked()).toBe(false);
+    // The members it took are released before it answers; a member whose attempt was called off
+    // as the quorum was reached gives its late grant back in the background (or its 2 ms lease ends).
+    for (const client of clients) {
+      await eventually('given back', async () => !(await client.getLock('r-valid').isLocked()), 500);
+    }
   });
 });
