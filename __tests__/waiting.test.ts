@@ -1,6 +1,6 @@
 import { ClientClosedError } from '../src';
 import { useRedis } from './helpers/setup';
-import { sleep } from './helpers/wait';
+import { eventually, sleep } from './helpers/wait';
 import { expectWokenByRelease } from './helpers/wake';
 
 describe('waiting by pub/sub', () => {
@@ -37,6 +37,31 @@ describe('waiting by pub/sub', () => {
     const settled = await outcomes;
     expect(settled.filter((outcome) => outcome.status === 'fulfilled' && outcome.value)).toHaveLength(1);
   });
+
+  test.each(['getLock', 'getFairLock', 'getReadWriteLock'] as const)(
+    '%s: waits of one owner asleep together re-enter as soon as one of them takes the lock',
+    async (kind) => {
+      const holder = redis.client();
+      const waiters = redis.client();
+      const name = `siblings-${kind}`;
+      const open = (client: typeof holder) =>
+        kind === 'getReadWriteLock' ? client.getReadWriteLock(name).writeLock() : client[kind](name);
+      const held = open(holder);
+      // A long lease: a wait that is not woken sleeps until it ends.
+      await held.lock(20_000);
+      // One handle outside a task: one owner, three waits not awaited one by one.
+      const lock = open(waiters);
+      const started = performance.now();
+      const all = Promise.all([lock.lock(), lock.lock(), lock.lock()]);
+      await sleep(200);
+      await held.unlock();
+      await all;
+      expect(performance.now() - started).toBeLessThan(2_000);
+      await eventually('three holds in Redis', async () => (await lock.getHoldCount()) === 3);
+      for (let i = 0; i < 3; i += 1) await lock.unlock();
+      expect(await lock.isLocked()).toBe(false);
+    },
+  );
 
   test.each(['sharded', 'classic'] as const)(
     "pubSub '%s': releases wake getLock and getFairLock waiters",

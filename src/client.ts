@@ -15,6 +15,7 @@ import { ReadWriteLock, type ReadWriteLockOptions, type RReadWriteLock } from '.
 import { SPIN_DEFAULTS, SpinLock, type SpinLockOptions } from './locks/spin-lock';
 import type { RFencedLock, RLock } from './locks/types';
 import { checkOwnerId, currentTask, runAsNewTask, type Frame } from './owner';
+import { SiblingWaits } from './sibling-waits';
 import { OwnerGates } from './owner-gate';
 import { Subscriber } from './pubsub';
 import { openLink, publishCommandOf, resolvePubSubMode, type PubSubMode } from './pubsub-mode';
@@ -144,6 +145,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       closing: this.closer.signal,
       closed: this.finished.signal,
       gates: this.gates,
+      siblingWaits: new SiblingWaits(),
       registry: this.registry,
       keyPrefix: settings.keyPrefix,
       cluster: isCluster(redis),

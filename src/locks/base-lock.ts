@@ -667,16 +667,17 @@ export abstract class BaseLock implements RLock {
   ): Promise<false | Acquired> {
     const { context } = this;
     const { owner, signal, how } = acquisition;
-    let outcome: AcquireOutcome;
+    const siblings = context.siblingWaits.join(this.name, owner);
+    let outcome: AcquireOutcome = false;
     try {
       outcome = await acquireOrWait({
         attempt: (kind, limits) => acquisition.attempt(kind, limits.budget, limits.signal),
         first,
         undoGrant: () => acquisition.undoGrant(),
-        openWakeSource: (limits) =>
-          DEBUG
-            ? debugWakeSource(this.name, owner, this.openWakeSource(owner, limits))
-            : this.openWakeSource(owner, limits),
+        openWakeSource: async (limits) => {
+          const source = siblings.wrap(await this.openWakeSource(owner, limits));
+          return DEBUG ? debugWakeSource(this.name, owner, Promise.resolve(source)) : source;
+        },
         wakeSourceFirst: this.wakeSourceFirst,
         giveUp:
           this.giveUp &&
@@ -693,6 +694,8 @@ export abstract class BaseLock implements RLock {
       });
     } catch (error) {
       throw this.acquisitionFailed(acquisition, error);
+    } finally {
+      context.siblingWaits.leave(siblings, outcome !== false);
     }
     return outcome ? this.grant(acquisition, outcome) : this.acquisitionEnded(acquisition);
   }

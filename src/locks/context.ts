@@ -1,3 +1,4 @@
+import type { SiblingWaits } from '../sibling-waits';
 import type { LockEvents } from '../events';
 import type { FairWaiters } from '../fair-waiters';
 import type { HoldBook } from '../holds';
@@ -41,6 +42,8 @@ export interface LockContext {
   readonly closed: AbortSignal;
   /** Keeps each owner's branches apart inside the process (see OwnerGates). */
   readonly gates: OwnerGates;
+  /** An owner's waits asleep together on one lock, woken when one of them takes it. */
+  readonly siblingWaits: SiblingWaits;
   /** Says which host and process this client's owner ids belong to (see ClientRegistry). */
   readonly registry: ClientRegistry;
   /** The ioredis keyPrefix of the connection ('' when none): Redis has every key under it. */

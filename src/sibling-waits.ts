@@ -1,0 +1,71 @@
+import { ownerLockKey } from './owner';
+import type { WakeSource } from './wait';
+
+/**
+ * The waits of one owner on one lock that are asleep together, in this client.
+ *
+ * A release wakes one waiter of the process (Redisson's rule: one can take the lock). When that
+ * waiter's owner has other waits on the lock (two `lock()` calls through one handle, not awaited
+ * one by one), those can re-enter the moment it holds the lock, but nothing would wake them: they
+ * would sleep until the ttl they last saw, the previous holder's lease (30 s with the watchdog).
+ * So a wait that takes the lock wakes its siblings, and only them.
+ */
+export class SiblingWaits {
+  private readonly waits = new Map<string, Set<SiblingWait>>();
+
+  /** A wait of `owner` on lock `name` begins; leave() it when it ends. */
+  join(name: string, owner: string): SiblingWait {
+    const key = ownerLockKey(owner, name);
+    let waits = this.waits.get(key);
+    if (!waits) this.waits.set(key, (waits = new Set()));
+    const wait = new SiblingWait(key);
+    waits.add(wait);
+    return wait;
+  }
+
+  /** The wait ended; with `took`, it holds the lock and its siblings look again at once. */
+  leave(wait: SiblingWait, took: boolean): void {
+    const waits = this.waits.get(wait.key);
+    if (!waits) return;
+    waits.delete(wait);
+    if (waits.size === 0) this.waits.delete(wait.key);
+    else if (took) for (const sibling of waits) sibling.wake();
+  }
+}
+
+export class SiblingWait {
+  /** Ends the current sleep, if the wait is asleep. */
+  private stopSleep?: AbortController;
+  /** A wake-up that came while the wait was not asleep: its next sleep ends at once. */
+  private woken = false;
+
+  constructor(readonly key: string) {}
+
+  wake(): void {
+    if (this.stopSleep) this.stopSleep.abort();
+    else this.woken = true;
+  }
+
+  /** `source`, whose sleeps this wait's siblings can also end (the wait then looks again). */
+  wrap(source: WakeSource): WakeSource {
+    return {
+      sleep: async (ms, signal) => {
+        if (this.woken) {
+          this.woken = false;
+          return 'message';
+        }
+        const stop = new AbortController();
+        this.stopSleep = stop;
+        try {
+          return await source.sleep(ms, signal ? AbortSignal.any([signal, stop.signal]) : stop.signal);
+        } catch (error) {
+          if (stop.signal.aborted && !signal?.aborted) return 'message';
+          throw error;
+        } finally {
+          this.stopSleep = undefined;
+        }
+      },
+      release: () => source.release(),
+    };
+  }
+}
