@@ -1,3 +1,4 @@
+import { onAbort } from './abort';
 import { ownerLockKey } from './owner';
 import type { WakeSource } from './wait';
 
@@ -54,15 +55,20 @@ export class SiblingWait {
           this.woken = false;
           return 'message';
         }
+        signal?.throwIfAborted();
+        // One signal for the sleep, which the caller's abort and a sibling's wake-up both end (the
+        // caller's through onAbort: one listener per signal however many waits share it).
         const stop = new AbortController();
+        const stopListening = signal && onAbort(signal, () => stop.abort(signal.reason));
         this.stopSleep = stop;
         try {
-          return await source.sleep(ms, signal ? AbortSignal.any([signal, stop.signal]) : stop.signal);
+          return await source.sleep(ms, stop.signal);
         } catch (error) {
           if (stop.signal.aborted && !signal?.aborted) return 'message';
           throw error;
         } finally {
           this.stopSleep = undefined;
+          stopListening?.();
         }
       },
       release: () => source.release(),
