@@ -10,6 +10,16 @@ import { UNCONFIRMED_POLL_MS } from '../src/pubsub';
 const queueKey = (name: string): string => `rlock_fair_queue:{${name}}`;
 const deadlinesKey = (name: string): string => `rlock_fair_deadlines:{${name}}`;
 
+/**
+ * Writes a waiter's place into the lock's queue, as another client's wait would have: its place
+ * expires `expiresInMs` after the server's clock (negative: a dead waiter).
+ */
+async function placeInQueue(admin: Redis, name: string, owner: string, expiresInMs: number): Promise<void> {
+  const serverMs = Number((await admin.time())[0]) * 1000;
+  await admin.rpush(queueKey(name), owner);
+  await admin.zadd(deadlinesKey(name), serverMs + expiresInMs, owner);
+}
+
 /** Starts `lock()` in a new task and resolves once the task is queued in Redis. */
 async function queueUp(
   admin: Redis,
@@ -326,9 +336,7 @@ describe('fair lock', () => {
     const admin = redis.admin();
     const client = redis.client();
     const name = 'fair-free-with-queue';
-    const serverMs = Number((await admin.time())[0]) * 1000;
-    await admin.rpush(queueKey(name), 'other-client:1');
-    await admin.zadd(deadlinesKey(name), serverMs + 60_000, 'other-client:1');
+    await placeInQueue(admin, name, 'other-client:1', 60_000);
     expect(await client.getFairLock(name).tryLock(300, 10_000)).toBe(false);
     // The full attempt handed the lock to the waiter whose turn it was.
     expect(await holderIds(admin, name)).toEqual(['other-client:1']);
@@ -342,9 +350,7 @@ describe('fair lock', () => {
       ['fair-free-dead-queue-lock', (lock: RLock) => lock.lock()],
       ['fair-free-dead-queue-try', (lock: RLock) => lock.tryLock()],
     ] as const) {
-      const serverMs = Number((await admin.time())[0]) * 1000;
-      await admin.rpush(queueKey(name), 'gone-client:1');
-      await admin.zadd(deadlinesKey(name), serverMs - 1_000, 'gone-client:1');
+      await placeInQueue(admin, name, 'gone-client:1', -1_000);
       const lock = client.getFairLock(name);
       await take(lock);
       expect(await lock.isHeldByCurrentTask()).toBe(true);
@@ -359,9 +365,7 @@ describe('fair lock', () => {
     const admin = redis.admin();
     const client = redis.client();
     const name = 'fair-short-wait-dead-queue';
-    const serverMs = Number((await admin.time())[0]) * 1000;
-    await admin.rpush(queueKey(name), 'gone-client:1');
-    await admin.zadd(deadlinesKey(name), serverMs - 1_000, 'gone-client:1');
+    await placeInQueue(admin, name, 'gone-client:1', -1_000);
     const lock = client.getFairLock(name);
     const taking = lock.tryLock(1, 10_000);
     // The event loop is busy until the 1 ms wait is over: its first answer comes too late.
