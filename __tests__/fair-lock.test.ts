@@ -402,6 +402,84 @@ describe('fair lock', () => {
     expect(lost).toEqual([]);
   });
 
+  test('a wait of one owner aborted as the lock is handed over leaves the hand-off to its sibling', async () => {
+    const admin = redis.admin();
+    const holder = redis.client();
+    const client = redis.client();
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    const name = 'fair-sibling-abort-at-handoff';
+    const first = holder.getFairLock(name);
+    await first.lock();
+    const lock = client.getFairLock(name);
+    const controller = new AbortController();
+    const aborted = lock.lock({ signal: controller.signal });
+    aborted.catch(() => undefined);
+    const kept = lock.lock();
+    await eventually('queued', async () => (await admin.llen(queueKey(name))) === 1);
+    await sleep(100);
+    // The give-up of the aborted wait reaches Redis just after the release that granted its owner.
+    const releasing = first.unlock();
+    controller.abort(new Error('gave up'));
+    await releasing;
+    await expect(aborted).rejects.toThrow('gave up');
+    await kept;
+    await eventually('the hold counted in Redis', async () => (await lock.getHoldCount()) === 1);
+    await sleep(100);
+    expect(Object.values(await holdCounts(admin, name))).toEqual(['1']);
+    expect(await redis.client().getFairLock(name).tryLock()).toBe(false);
+    await lock.unlock();
+    expect(await admin.exists(name)).toBe(0);
+    expect(lost).toEqual([]);
+  });
+
+  test('a wait of one owner that gives up leaves the owner its place while another wait remains', async () => {
+    const admin = redis.admin();
+    const holder = redis.client();
+    const client = redis.client();
+    const name = 'fair-sibling-abort-keeps-place';
+    const first = holder.getFairLock(name);
+    await first.lock();
+    const lock = client.getFairLock(name);
+    const controller = new AbortController();
+    const aborted = lock.lock({ signal: controller.signal });
+    aborted.catch(() => undefined);
+    const kept = lock.lock();
+    await eventually('owner queued', async () => (await admin.llen(queueKey(name))) === 1);
+    let behindGot = false;
+    await queueUp(admin, redis.client(), name, async (behind) => {
+      behindGot = true;
+      await behind.unlock();
+    });
+    const queue = await admin.lrange(queueKey(name), 0, -1);
+    controller.abort(new Error('gave up'));
+    await expect(aborted).rejects.toThrow('gave up');
+    await sleep(200);
+    expect(await admin.lrange(queueKey(name), 0, -1)).toEqual(queue);
+    await first.unlock();
+    await kept;
+    expect(behindGot).toBe(false);
+    await lock.unlock();
+    await eventually('the one behind holds', () => behindGot);
+  });
+
+  test('the last wait of an owner to end gives up its place when the client closes', async () => {
+    const admin = redis.admin();
+    const holder = redis.client();
+    const client = redis.client({ fairLockWaitTimeout: 60_000 });
+    const name = 'fair-siblings-closed';
+    await holder.getFairLock(name).lock();
+    const lock = client.getFairLock(name);
+    const waits = [lock.lock(), lock.lock(), lock.lock()];
+    for (const wait of waits) wait.catch(() => undefined);
+    await eventually('owner queued', async () => (await admin.llen(queueKey(name))) === 1);
+    await sleep(100);
+    await client.close();
+    for (const wait of waits) await expect(wait).rejects.toMatchObject({ code: 'ERR_CLIENT_CLOSED' });
+    await eventually('the place is gone', async () => (await admin.llen(queueKey(name))) === 0);
+    expect(await admin.exists(deadlinesKey(name))).toBe(0);
+  });
+
   test('the queue of waiters that all died is gone within fairLockWaitTimeout, untouched', async () => {
     const holder = redis.client();
     const admin = redis.admin();

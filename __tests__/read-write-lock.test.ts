@@ -561,6 +561,23 @@ describe('read-write lock: writerPreference', () => {
     expect(await redis.admin().zcard('rlock_rwlock_writers:{gives-up}')).toBe(0);
   });
 
+  test('one of two waits of a writer that gives up leaves the writer its place', async () => {
+    const client = redis.client();
+    const name = 'sibling-writer-gives-up';
+    const reader = client.getReadWriteLock(name).readLock();
+    await reader.lock();
+    const writer = client.getReadWriteLock(name, { writerPreference: true }).writeLock();
+    const short = writer.tryLock(300);
+    const long = writer.tryLock(10_000);
+    expect(await short).toBe(false);
+    // The writer still waits: new readers still queue behind it.
+    expect(await redis.admin().zcard(`rlock_rwlock_writers:{${name}}`)).toBe(1);
+    expect(await redis.client().getReadWriteLock(name).readLock().tryLock()).toBe(false);
+    await reader.unlock();
+    expect(await long).toBe(true);
+    await writer.unlock();
+  });
+
   test('a crashed waiting writer stops blocking readers within one lease', async () => {
     const client = redis.client({ watchdogTimeout: 1_500 });
     await redis.admin().set('rlock_rwlock_writer_preference:{crashed-writer}', '1');

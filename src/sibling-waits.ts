@@ -27,10 +27,22 @@ export class SiblingWaits {
   /** The wait ended; with `took`, it holds the lock and its siblings look again at once. */
   leave(wait: SiblingWait, took: boolean): void {
     const waits = this.waits.get(wait.key);
-    if (!waits) return;
-    waits.delete(wait);
+    if (!waits?.delete(wait)) return;
     if (waits.size === 0) this.waits.delete(wait.key);
     else if (took) for (const sibling of waits) sibling.wake();
+  }
+
+  /**
+   * The wait ends without the lock: true when it was its owner's last wait on the lock, which gives
+   * up the owner's place in the queue. An owner has one place and one hand-off, so while another of
+   * its waits remains, that one keeps them, and looks again at once: a grant may have come to this one.
+   */
+  leaveWithout(wait: SiblingWait): boolean {
+    const waits = this.waits.get(wait.key);
+    const last = waits?.size === 1 && waits.has(wait);
+    if (waits?.delete(wait)) for (const sibling of waits) sibling.wake();
+    if (last) this.waits.delete(wait.key);
+    return last;
   }
 }
 

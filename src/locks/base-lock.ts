@@ -11,6 +11,7 @@ import { holdLatchBase, homeSlot } from '../keys';
 import { onAbort } from '../abort';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
 import type { GateEntry } from '../owner-gate';
+import type { SiblingWait } from '../sibling-waits';
 import { isPassing, type CallLimits } from '../redis-call';
 import { callUntilAnswered, sendUntilAnswered } from '../resend';
 import { renewLocks } from '../scripts';
@@ -679,9 +680,7 @@ export abstract class BaseLock implements RLock {
           return DEBUG ? debugWakeSource(this.name, owner, Promise.resolve(source)) : source;
         },
         wakeSourceFirst: this.wakeSourceFirst,
-        giveUp:
-          this.giveUp &&
-          ((limits) => this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits)),
+        giveUp: this.giveUp && ((limits) => this.giveUpWait(owner, siblings, limits)),
         waitTime,
         commandTimeout: context.calls.commandTimeout,
         signal,
@@ -698,6 +697,19 @@ export abstract class BaseLock implements RLock {
       context.siblingWaits.leave(siblings, outcome !== false);
     }
     return outcome ? this.grant(acquisition, outcome) : this.acquisitionEnded(acquisition);
+  }
+
+  /**
+   * A wait that may have queued ends without the lock. The owner's place and any hand-off to it are
+   * the owner's, not the wait's: they are given up only by its last wait on the lock, and not while
+   * it holds the lock (a sibling wait took it; the claim of a hand-off may still be on its way).
+   */
+  private giveUpWait(owner: string, siblings: SiblingWait, limits: StepLimits): Promise<unknown> {
+    const { context } = this;
+    if (!context.siblingWaits.leaveWithout(siblings) || context.book.get(this.name, owner)) {
+      return Promise.resolve();
+    }
+    return this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits);
   }
 
   /** The acquisition failed with `error` (returned, for the caller to throw): it leaves the gate. */
