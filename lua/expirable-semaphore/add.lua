@@ -15,5 +15,5 @@ local earlier = earlier_answer(KEYS[3])
 if earlier then return tonumber(earlier) end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 if tonumber(ARGV[1]) > 0 then redis.call(ARGV[3], KEYS[2], ARGV[1]) end
-remember(KEYS[3], value, tonumber(ARGV[2]))
+remember(KEYS[3], value, ARGV[2])
 return value

@@ -22,5 +22,5 @@ redis.call('zrem', KEYS[3], id)
 local value = redis.call('incrby', KEYS[1], 1)
 redis.call(ARGV[3], KEYS[2], value)
 local answer = tonumber(expires) > now_ms() and 1 or 0
-remember(KEYS[4], answer, tonumber(ARGV[2]))
+remember(KEYS[4], answer, ARGV[2])
 return answer

@@ -14,7 +14,7 @@
 --@include include/requests.lua
 --@include include/permits.lua
 
-remember(KEYS[4], 'w', tonumber(ARGV[2]))
+remember(KEYS[4], 'w', ARGV[2])
 if redis.call('zrem', KEYS[3], permit_bytes(ARGV[1])) == 0 then return 0 end
 local value = redis.call('incrby', KEYS[1], 1)
 redis.call(ARGV[3], KEYS[2], value)

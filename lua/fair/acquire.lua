@@ -21,7 +21,7 @@
 
 local lock, queue, deadlines, marker, channel, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 publish_command = ARGV[5]
-local lease, owner, mode = tonumber(ARGV[1]), ARGV[2], ARGV[4]
+local lease, owner, mode = ARGV[1], ARGV[2], ARGV[4]
 
 local ttl, settled = look_at_fair_lock(lock, queue, latch, owner, lease)
 if settled then return ttl end
@@ -49,7 +49,7 @@ else
     -- over with our own lease, marked as this request's hold so that a withdrawal can give it back.
     if mode == 'queued' and redis.call('get', marker) == owner then
       redis.call('del', marker)
-      if lease < ttl then
+      if tonumber(lease) < ttl then
         recheck_head(lock, queue, channel)
       end
       redis.call('hset', lock, latch, 'a')
@@ -69,12 +69,12 @@ if mode ~= 'try' then
     redis.call('rpush', queue, owner)
   end
   redis.call('zadd', deadlines, now + timeout, owner)
-  keep_alive(queue, timeout)
-  keep_alive(deadlines, timeout)
+  keep_alive(queue, ARGV[3])
+  keep_alive(deadlines, ARGV[3])
   if ttl ~= -2 then return ttl end
 end
 
 -- Free, but the turn is another waiter's (the last holder's lease ran out, nobody handed it on):
 -- hand it on now, and wait behind it.
-hand_on(lock, queue, deadlines, marker, channel, server_now(), tonumber(ARGV[3]))
+hand_on(lock, queue, deadlines, marker, channel, server_now(), ARGV[3])
 return redis.call('pttl', lock)

@@ -16,7 +16,7 @@
 
 publish_command = ARGV[3]
 local lock, queue, marker, channel, latch = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6]
-local owner, lease = ARGV[1], tonumber(ARGV[2])
+local owner, lease = ARGV[1], ARGV[2]
 
 local count, mark = hold_state(lock, owner, latch)
 if not count then return 0 end
@@ -24,7 +24,7 @@ if mark then return 1 end
 if redis.call('get', marker) == owner then
   redis.call('del', marker)
   local ttl = redis.call('pttl', lock)
-  if lease < ttl then
+  if tonumber(lease) < ttl then
     recheck_head(lock, queue, channel)
   end
   redis.call('hset', lock, latch, 'a')

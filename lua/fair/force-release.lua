@@ -11,5 +11,5 @@ publish_command = ARGV[2]
 
 local existed = redis.call('del', KEYS[1])
 redis.call('del', KEYS[4])
-hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], server_now(), tonumber(ARGV[1]))
+hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], server_now(), ARGV[1])
 return existed

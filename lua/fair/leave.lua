@@ -19,5 +19,5 @@ if redis.call('get', KEYS[4]) == ARGV[1] then
   redis.call('hdel', KEYS[1], ARGV[1])
   returned = 1
 end
-hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], server_now(), tonumber(ARGV[2]))
+hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], server_now(), ARGV[2])
 return returned

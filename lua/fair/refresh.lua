@@ -51,8 +51,8 @@ for j = 1, #KEYS / 5 do
   at = at + count + 1
   -- Keep the lock's queue alive, and hand it on if it is free with waiters queued (its last
   -- holder died or ran out).
-  keep_alive(queue, timeout)
-  keep_alive(deadlines, timeout)
-  hand_on(lock, queue, deadlines, KEYS[5 * j - 1], KEYS[5 * j], now, timeout)
+  keep_alive(queue, ARGV[1])
+  keep_alive(deadlines, ARGV[1])
+  hand_on(lock, queue, deadlines, KEYS[5 * j - 1], KEYS[5 * j], now, ARGV[1])
 end
 return kept

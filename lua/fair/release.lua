@@ -19,6 +19,6 @@
 publish_command = ARGV[4]
 local freed = release_hold(KEYS[1], ARGV[1], KEYS[6], tonumber(ARGV[2]), ARGV[5] == 'any')
 if freed == 1 then
-  hand_on_released(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], tonumber(ARGV[3]))
+  hand_on_released(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[3])
 end
 return freed

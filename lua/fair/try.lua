@@ -15,7 +15,7 @@
 --@include include/fair-look.lua
 
 local lock, queue, latch = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local lease, owner = ARGV[1], ARGV[2]
 
 local ttl, settled = look_at_fair_lock(lock, queue, latch, owner, lease)
 if settled then return ttl end

@@ -31,5 +31,5 @@ local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local counter = tonumber(redis.call('get', KEYS[3]) or '0')
 -- '%.0f': integers above 2^47 must not pass through Lua's default '%.14g' formatting.
 local token = redis.call('incrby', KEYS[3], string.format('%.0f', math.max(1, clock - counter)))
-add_hold(KEYS[1], ARGV[2], count, tonumber(ARGV[1]), KEYS[2], 'a:' .. string.format('%.0f', token), ttl)
+add_hold(KEYS[1], ARGV[2], count, ARGV[1], KEYS[2], 'a:' .. string.format('%.0f', token), ttl)
 return {1, token}

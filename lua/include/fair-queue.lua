@@ -38,7 +38,7 @@ end
 -- write gives them at least `ms` more, never less (clients may run with different timeouts), so a
 -- queue whose waiters all died is gone within one timeout even if nobody touches the lock again.
 local function keep_alive(key, ms)
-  if redis.call('pttl', key) < ms then
+  if redis.call('pttl', key) < tonumber(ms) then
     redis.call('pexpire', key, ms)
   end
 end
@@ -55,14 +55,15 @@ end
 -- When the lock is free, grants it to the head of the queue and tells the head's client, so the
 -- woken waiter holds the lock without another round trip. The grant is provisional (ttl = the
 -- waiter timeout, marker set) until the head confirms it with its own lease: a head that died
--- meanwhile blocks the queue no longer than any dead waiter would.
+-- meanwhile blocks the queue no longer than any dead waiter would. `provisional_ms` may be the
+-- script's argument as sent: text goes to Redis as it is, a Lua number through sprintf.
 local function hand_on(lock, queue, deadlines, marker, channel, now, provisional_ms)
   if redis.call('exists', lock) == 1 then return end
   purge_dead(queue, deadlines, now)
   local head = redis.call('lpop', queue)
   if not head then return end
   redis.call('zrem', deadlines, head)
-  redis.call('hset', lock, head, 1)
+  redis.call('hset', lock, head, '1')
   redis.call('pexpire', lock, provisional_ms)
   redis.call('set', marker, head, 'px', provisional_ms)
   notify(channel, head, 'granted', lock)

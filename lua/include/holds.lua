@@ -29,9 +29,11 @@ end
 -- Adds one hold of `owner`, marked `mark` for request `latch`. `count` is the owner's hold count
 -- (nil: none) and `ttl` the lock's (-2: no lock). The ttl becomes at least `lease`: a short inner
 -- lease never cuts off an outer hold.
+-- `lease` is the script's argument as sent, text: a Lua number handed to redis.call is turned into
+-- text with sprintf, which costs more than a call that reads a key (see docs/hot-path.md).
 local function add_hold(lock, owner, count, lease, latch, mark, ttl)
-  redis.call('hset', lock, owner, (count or 0) + 1, latch, mark)
-  if ttl < lease then
+  redis.call('hset', lock, owner, count and count + 1 or '1', latch, mark)
+  if ttl < tonumber(lease) then
     redis.call('pexpire', lock, lease)
   end
 end

@@ -20,5 +20,5 @@ if left <= 0 then
   redis.call(ARGV[2], KEYS[2], ARGV[3])
   left = 0
 end
-remember(KEYS[3], left, tonumber(ARGV[1]))
+remember(KEYS[3], left, ARGV[1])
 return left

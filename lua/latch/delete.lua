@@ -14,5 +14,5 @@
 if earlier_answer(KEYS[3]) then return 1 end
 if redis.call('del', KEYS[1]) == 0 then return 0 end
 redis.call(ARGV[2], KEYS[2], ARGV[3])
-remember(KEYS[3], 1, tonumber(ARGV[1]))
+remember(KEYS[3], 1, ARGV[1])
 return 1

@@ -16,5 +16,5 @@ if earlier_answer(KEYS[3]) then return 1 end
 if redis.call('exists', KEYS[1]) == 1 then return 0 end
 redis.call('set', KEYS[1], ARGV[1])
 redis.call(ARGV[3], KEYS[2], ARGV[4])
-remember(KEYS[3], 1, tonumber(ARGV[2]))
+remember(KEYS[3], 1, ARGV[2])
 return 1

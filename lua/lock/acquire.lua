@@ -13,7 +13,7 @@
 ]]
 --@include include/holds.lua
 
-local lease = tonumber(ARGV[1])
+local lease = ARGV[1]
 local found = redis.call('exists', KEYS[1], KEYS[2])
 if found == 0 then
   add_hold(KEYS[1], ARGV[2], nil, lease, KEYS[2], 'a', -2)

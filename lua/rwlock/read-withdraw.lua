@@ -16,7 +16,7 @@
 --@include include/rwlock.lua
 
 local count, mark = hold_state(KEYS[1], ARGV[1], KEYS[3])
-redis.call('set', KEYS[3], 'w', 'px', tonumber(ARGV[2]), 'nx')
+redis.call('set', KEYS[3], 'w', 'px', ARGV[2], 'nx')
 if not mark or not count then return 0 end
 local _, lock_freed = remove_read_hold(KEYS[1], ARGV[1], count, KEYS[3], tonumber(ARGV[2]), KEYS[4], KEYS[5])
 if lock_freed == 1 then

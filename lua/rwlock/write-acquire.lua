@@ -22,7 +22,7 @@
 
 if ARGV[5] == '1' then redis.call('set', KEYS[4], '1') end
 if redis.call('exists', KEYS[2]) == 1 then return -3 end
-local lease = tonumber(ARGV[1])
+local lease = ARGV[1]
 local count, mark = hold_state(KEYS[1], ARGV[2], KEYS[2])
 if mark then return nil end
 local ttl = redis.call('pttl', KEYS[1])

@@ -14,7 +14,7 @@
 --@include include/rwlock.lua
 
 local count, mark = hold_state(KEYS[1], ARGV[1], KEYS[3])
-redis.call('set', KEYS[3], 'w', 'px', tonumber(ARGV[2]), 'nx')
+redis.call('set', KEYS[3], 'w', 'px', ARGV[2], 'nx')
 if not mark or not count then return 0 end
 local owner_freed = remove_write_hold(KEYS[1], ARGV[1], count, KEYS[3], tonumber(ARGV[2]), KEYS[4])
 if owner_freed == 1 then redis.call(ARGV[3], KEYS[2], '1') end

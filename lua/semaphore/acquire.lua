@@ -16,6 +16,6 @@ if earlier then return {1, 0} end
 local value = tonumber(redis.call('get', KEYS[1]) or 0)
 local wanted = tonumber(ARGV[1])
 if value < wanted then return {0, value} end
-redis.call('decrby', KEYS[1], wanted)
-remember(KEYS[2], 'a', tonumber(ARGV[2]))
+redis.call('decrby', KEYS[1], ARGV[1])
+remember(KEYS[2], 'a', ARGV[2])
 return {1, 0}

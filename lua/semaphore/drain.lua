@@ -13,5 +13,5 @@ local value = tonumber(redis.call('get', KEYS[1]) or 0)
 -- A count below zero (addPermits may take away more than there is) has nothing to drain.
 if value <= 0 then return 0 end
 redis.call('set', KEYS[1], 0)
-remember(KEYS[2], value, tonumber(ARGV[1]))
+remember(KEYS[2], value, ARGV[1])
 return value

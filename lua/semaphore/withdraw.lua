@@ -13,7 +13,7 @@
 --@include include/requests.lua
 
 local earlier = earlier_answer(KEYS[3])
-remember(KEYS[3], 'w', tonumber(ARGV[2]))
+remember(KEYS[3], 'w', ARGV[2])
 if earlier ~= 'a' then return 0 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 redis.call(ARGV[3], KEYS[2], value)
