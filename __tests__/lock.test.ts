@@ -30,6 +30,12 @@ describe('RLock', () => {
     expect(Object.values(hash)).toEqual(['2']);
   });
 
+  test('a hold mark is told from an owner id', () => {
+    expect(isHoldMark('rlock_mark:0f3c2a8e-1c2d-4a5b-9e8f-123456789abc:7')).toBe(true);
+    expect(isHoldMark('0f3c2a8e-1c2d-4a5b-9e8f-123456789abc:7')).toBe(false);
+    expect(isHoldMark('orders:job-1')).toBe(false);
+  });
+
   test('each hold is marked in the lock hash beside the count; a released lock leaves no key', async () => {
     const admin = redis.admin();
     const lock = redis.client().getLock('marks');
@@ -43,13 +49,15 @@ describe('RLock', () => {
     const [outer, inner] = Object.keys(await admin.hgetall('marks'))
       .filter(isHoldMark)
       .sort((a, b) => requestNumber(a) - requestNumber(b)) as [string, string];
-    expect(outer).toMatch(/^rlock_hold_latch:\{marks\}:.+:\d+$/);
+    expect(outer).toMatch(/^rlock_mark:.+:\d+$/);
     expect(inner).toBeDefined();
+    // Short fields keep the hash in Redis' compact encoding.
+    expect(await admin.object('ENCODING', 'marks')).toBe('listpack');
     await lock.unlock();
-    // The inner hold's mark gives way to a record of its release, so that a re-sent copy of that
-    // release does not take the outer hold too.
+    // The inner hold's mark gives way to a record of its release under the request's latch key, so
+    // that a re-sent copy of that release does not take the outer hold too.
     expect(Object.keys(await admin.hgetall('marks')).filter(isHoldMark)).toEqual([outer]);
-    expect(await admin.get(inner)).toBe('r0');
+    expect(await admin.get(`rlock_hold_latch:{marks}:${inner.slice('rlock_mark:'.length)}`)).toBe('r0');
     await lock.unlock();
     expect(await admin.exists('marks')).toBe(0);
   });

@@ -59,21 +59,30 @@ export function lockKeys(name: string, slot?: number): LockKeys {
 const LATCH_PREFIX = 'rlock_hold_latch';
 
 /**
- * The latch that makes one acquire or release request of lock `name` take effect once: the field
- * that marks its hold in the lock hash, and the key of the rare records that outlive the hold (see
- * lua/include/holds.lua). It is `<holdLatchBase>:<requestId>`; the base is the same for every
- * request on the lock.
+ * The latch key of one acquire or release request of lock `name`: with the request's mark field
+ * (holdMarkField) it makes the request take effect once, holding the rare records that outlive the
+ * hold (see lua/include/holds.lua). It is `<holdLatchBase>:<requestId>`; the base is the same for
+ * every request on the lock.
  */
 export function holdLatchBase(name: string, slot?: number): string {
   return prefixName(LATCH_PREFIX, name, slot);
 }
 
+const MARK_PREFIX = 'rlock_mark:';
+
 /**
- * Whether a field of a lock hash is a hold's mark rather than an owner id (a holder). The mark is
- * the latch's key name as the script saw it, so an ioredis keyPrefix leads it.
+ * The field that marks the hold of request `requestId` in the lock hash (see lua/include/holds.lua).
+ * It leaves out the lock's name, unlike the latch key: a short field keeps a lock hash in Redis'
+ * compact encoding (every field within hash-max-listpack-value, 64 bytes), which the scripts
+ * write, read and delete for less than the hash table a longer field turns it into.
  */
+export function holdMarkField(requestId: string): string {
+  return `${MARK_PREFIX}${requestId}`;
+}
+
+/** Whether a field of a lock hash is a hold's mark rather than an owner id (a holder). */
 export function isHoldMark(field: string): boolean {
-  return field.includes(`${LATCH_PREFIX}:`);
+  return field.startsWith(MARK_PREFIX);
 }
 
 /** The fenced lock's token counter (Redisson RFencedLock's redisson_lock_token:{name}). */

@@ -150,7 +150,7 @@ export function checkOwnerId(value: unknown): string {
   if (isHoldMark(value)) {
     throw Object.assign(
       new RangeError(
-        'ownerId must not contain "rlock_hold_latch:": fields named so mark holds in the lock hash',
+        'ownerId must not start with "rlock_mark:": fields named so mark holds in the lock hash',
       ),
       { code: 'ERR_OUT_OF_RANGE' },
     );

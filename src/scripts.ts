@@ -229,19 +229,19 @@ function nilAsNull(reply: unknown): unknown {
  */
 export const acquireLock = defineScript<
   [lock: string, holdLatch: string],
-  [leaseMs: number, ownerId: string],
+  [leaseMs: number, ownerId: string, markField: string],
   number | null
 >('lock/acquire.lua');
 
 /** Returns [1, token] when acquired or re-entered, [0, ttl] when another owner holds the lock. */
 export const acquireFencedLock = defineScript<
   [lock: string, holdLatch: string, tokenCounter: string],
-  [leaseMs: number, ownerId: string],
+  [leaseMs: number, ownerId: string, markField: string],
   [1 | 0, number]
 >('fenced/acquire.lua');
 
 /**
- * Which hold a release gives back: the one its latch marks, or any one of the owner's (for a hold
+ * Which hold a release gives back: the one its request marks, or any one of the owner's (for a hold
  * Redis did not mark; see lua/include/holds.lua).
  */
 export type ReleaseWhich = 'marked' | 'any';
@@ -249,7 +249,14 @@ export type ReleaseWhich = 'marked' | 'any';
 /** Returns 1 when the lock is free now, 0 when the owner still holds it, null when the hold is gone. */
 export const releaseLock = defineScript<
   [lock: string, channel: string, holdLatch: string],
-  [ownerId: string, latchMs: number, message: string, publish: PublishCommand, which: ReleaseWhich],
+  [
+    ownerId: string,
+    latchMs: number,
+    message: string,
+    publish: PublishCommand,
+    which: ReleaseWhich,
+    markField: string,
+  ],
   0 | 1 | null
 >('lock/release.lua');
 
@@ -272,7 +279,7 @@ export type FairKeys = [lock: string, queue: string, deadlines: string, marker: 
  */
 export const tryFairLock = defineScript<
   [lock: string, queue: string, holdLatch: string],
-  [leaseMs: number, ownerId: string],
+  [leaseMs: number, ownerId: string, markField: string],
   number | null
 >('fair/try.lua');
 
@@ -285,6 +292,7 @@ export const acquireFairLock = defineScript<
     waiterTimeoutMs: number,
     mode: 'try' | 'first' | 'queued',
     publish: PublishCommand,
+    markField: string,
   ],
   number | null
 >('fair/acquire.lua');
@@ -292,7 +300,14 @@ export const acquireFairLock = defineScript<
 /** Returns 1 when the owner's last hold is gone (and the lock handed on), 0 when it still holds, null when it held nothing. */
 export const releaseFairLock = defineScript<
   [...FairKeys, holdLatch: string],
-  [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand, which: ReleaseWhich],
+  [
+    ownerId: string,
+    latchMs: number,
+    waiterTimeoutMs: number,
+    publish: PublishCommand,
+    which: ReleaseWhich,
+    markField: string,
+  ],
   0 | 1 | null
 >('fair/release.lua');
 
@@ -303,10 +318,10 @@ export const leaveFairQueue = defineScript<
   0 | 1
 >('fair/leave.lua');
 
-/** Takes over a hand-off with the owner's own lease, marked with a latch; 1 when held, 0 when lost. */
+/** Takes over a hand-off with the owner's own lease, marked for a request; 1 when held, 0 when lost. */
 export const confirmFairHandoff = defineScript<
   [...FairKeys, holdLatch: string],
-  [ownerId: string, leaseMs: number, publish: PublishCommand],
+  [ownerId: string, leaseMs: number, publish: PublishCommand, markField: string],
   0 | 1
 >('fair/confirm.lua');
 
@@ -332,14 +347,14 @@ export const announceClient = defineScript<[entry: string], [lifetimeMs: number,
 /** Returns 1 when the withdrawn request had taken a hold and it is released now, else 0. */
 export const withdrawLock = defineScript<
   [lock: string, channel: string, holdLatch: string],
-  [ownerId: string, latchMs: number, message: string, publish: PublishCommand],
+  [ownerId: string, latchMs: number, message: string, publish: PublishCommand, markField: string],
   0 | 1
 >('lock/withdraw.lua');
 
 /** Returns 1 when the withdrawn request had taken a hold and it is released now, else 0. */
 export const withdrawFairLock = defineScript<
   [...FairKeys, holdLatch: string],
-  [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand],
+  [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand, markField: string],
   0 | 1
 >('fair/withdraw.lua');
 
@@ -448,14 +463,21 @@ export const deleteLatch = defineScript<
  */
 export const acquireReadLock = defineScript<
   [lock: string, holdLatch: string, timeoutPrefix: string, writers: string],
-  [leaseMs: number, ownerId: string, writeField: string],
+  [leaseMs: number, ownerId: string, writeField: string, markField: string],
   number | null
 >('rwlock/read-acquire.lua');
 
 /** As acquireReadLock, for the write lock; a waiting writer of a writer-preferring name keeps a place. */
 export const acquireWriteLock = defineScript<
   [lock: string, holdLatch: string, writers: string, preference: string],
-  [leaseMs: number, writeField: string, mode: 'try' | 'first' | 'queued', placeMs: number, prefer: '1' | ''],
+  [
+    leaseMs: number,
+    writeField: string,
+    mode: 'try' | 'first' | 'queued',
+    placeMs: number,
+    prefer: '1' | '',
+    markField: string,
+  ],
   number | null
 >('rwlock/write-acquire.lua');
 
@@ -469,14 +491,14 @@ export const releaseReadLock = defineScript<
     timeoutBase: string,
     writers: string,
   ],
-  [ownerId: string, latchMs: number, publish: PublishCommand, which: ReleaseWhich],
+  [ownerId: string, latchMs: number, publish: PublishCommand, which: ReleaseWhich, markField: string],
   0 | 1 | null
 >('rwlock/read-release.lua');
 
 /** Returns 1 when the write lock is released, 0 when the owner still writes, null when the hold is gone. */
 export const releaseWriteLock = defineScript<
   [lock: string, channel: string, holdLatch: string, timeoutBase: string],
-  [writeField: string, latchMs: number, publish: PublishCommand, which: ReleaseWhich],
+  [writeField: string, latchMs: number, publish: PublishCommand, which: ReleaseWhich, markField: string],
   0 | 1 | null
 >('rwlock/write-release.lua');
 
@@ -490,14 +512,14 @@ export const withdrawReadLock = defineScript<
     timeoutBase: string,
     writers: string,
   ],
-  [ownerId: string, latchMs: number, publish: PublishCommand],
+  [ownerId: string, latchMs: number, publish: PublishCommand, markField: string],
   0 | 1
 >('rwlock/read-withdraw.lua');
 
 /** Returns 1 when the withdrawn write request had taken a hold and it is released now, else 0. */
 export const withdrawWriteLock = defineScript<
   [lock: string, channel: string, holdLatch: string, timeoutBase: string],
-  [writeField: string, latchMs: number, publish: PublishCommand],
+  [writeField: string, latchMs: number, publish: PublishCommand, markField: string],
   0 | 1
 >('rwlock/write-withdraw.lua');
 

@@ -5,12 +5,13 @@
   KEYS[3]  deadlines: zset owner id -> server time (ms) when its place expires unless refreshed
   KEYS[4]  hand-off marker: the owner a release handed the lock to, until it confirms
   KEYS[5]  the lock's hand-off channel: waiting clients listen there
-  KEYS[6]  the request's latch (see include/holds.lua): the hold it takes is marked under this name
+  KEYS[6]  the request's latch key (see include/holds.lua)
   ARGV[1]  lease in ms
   ARGV[2]  owner id
   ARGV[3]  waiter timeout in ms: how long a place lives without a refresh
   ARGV[4]  mode: 'try' (never queue), 'first' (queue when it must wait), 'queued' (already queued)
   ARGV[5]  'publish', or 'spublish' when notifications are sharded
+  ARGV[6]  the request's mark field (see include/holds.lua)
   Returns  nil when acquired, re-entered or handed the lock; otherwise the holder's ttl in ms
            (-1: no expiry), the longest the caller should sleep before trying again; -3 when the
            request was withdrawn before it ran (see fair/withdraw.lua)
@@ -21,9 +22,9 @@
 
 local lock, queue, deadlines, marker, channel, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 publish_command = ARGV[5]
-local lease, owner, mode = ARGV[1], ARGV[2], ARGV[4]
+local lease, owner, mode, field = ARGV[1], ARGV[2], ARGV[4], ARGV[6]
 
-local ttl, settled = look_at_fair_lock(lock, queue, latch, owner, lease)
+local ttl, settled = look_at_fair_lock(lock, queue, latch, field, owner, lease)
 if settled then return ttl end
 
 if ttl == -2 then
@@ -31,7 +32,7 @@ if ttl == -2 then
   purge_dead(queue, deadlines, server_now())
   local head = redis.call('lindex', queue, 0)
   if not head or head == owner then
-    add_hold(lock, owner, nil, lease, latch, 'a', ttl)
+    add_hold(lock, owner, nil, lease, field, 'a', ttl)
     if head then
       redis.call('lpop', queue)
       redis.call('zrem', deadlines, owner)
@@ -42,7 +43,7 @@ if ttl == -2 then
     return nil
   end
 else
-  local count, mark = hold_state(lock, owner, latch)
+  local count, mark = hold_state(lock, owner, field)
   if mark then return nil end
   if count then
     -- A release handed us the lock while we waited (and its message may have been lost): take it
@@ -52,11 +53,11 @@ else
       if tonumber(lease) < ttl then
         recheck_head(lock, queue, channel)
       end
-      redis.call('hset', lock, latch, 'a')
+      redis.call('hset', lock, field, 'a')
       redis.call('pexpire', lock, lease)
       return nil
     end
-    add_hold(lock, owner, count, lease, latch, 'a', ttl)
+    add_hold(lock, owner, count, lease, field, 'a', ttl)
     return nil
   end
   if mode == 'try' then return ttl end

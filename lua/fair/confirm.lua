@@ -1,10 +1,11 @@
 --[[
   The waiter that a release handed the lock to takes it over with its own lease.
   KEYS[1..5]  lock hash, queue, deadlines, hand-off marker, hand-off channel (see fair/acquire.lua)
-  KEYS[6]     the latch its hold is released with: the hold is marked under it (see include/holds.lua)
+  KEYS[6]     the latch key its hold is released with (not read here: the fair scripts share one key list)
   ARGV[1]  owner id
   ARGV[2]  lease in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
+  ARGV[4]  the mark field of the request the hold is released with (see include/holds.lua)
   Returns  1 when the owner holds the lock now with that lease, 0 when the hand-off was lost
 
   Several waits of one owner share its place in the queue, and one hand-off: the first of them to
@@ -15,10 +16,10 @@
 --@include include/fair-queue.lua
 
 publish_command = ARGV[3]
-local lock, queue, marker, channel, latch = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6]
-local owner, lease = ARGV[1], ARGV[2]
+local lock, queue, marker, channel = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
+local owner, lease, field = ARGV[1], ARGV[2], ARGV[4]
 
-local count, mark = hold_state(lock, owner, latch)
+local count, mark = hold_state(lock, owner, field)
 if not count then return 0 end
 if mark then return 1 end
 if redis.call('get', marker) == owner then
@@ -27,10 +28,10 @@ if redis.call('get', marker) == owner then
   if tonumber(lease) < ttl then
     recheck_head(lock, queue, channel)
   end
-  redis.call('hset', lock, latch, 'a')
+  redis.call('hset', lock, field, 'a')
   redis.call('pexpire', lock, lease)
   return 1
 end
 -- Claimed already by another wait of this owner: this one holds the lock once more.
-add_hold(lock, owner, count, lease, latch, 'a', redis.call('pttl', lock))
+add_hold(lock, owner, count, lease, field, 'a', redis.call('pttl', lock))
 return 1

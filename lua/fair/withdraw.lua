@@ -8,6 +8,7 @@
   ARGV[2]     how long the withdrawal is remembered, in ms
   ARGV[3]     waiter timeout in ms (the provisional lease of a hand-off)
   ARGV[4]     'publish', or 'spublish' when notifications are sharded
+  ARGV[5]     the request's mark field (see include/holds.lua)
   Returns     1 when the request had taken a hold and it is released now (and the lock handed on
               if that freed it), 0 otherwise
 ]]
@@ -15,7 +16,7 @@
 --@include include/fair-queue.lua
 
 publish_command = ARGV[4]
-local took, freed = withdraw_request(KEYS[1], ARGV[1], KEYS[6], tonumber(ARGV[2]))
+local took, freed = withdraw_request(KEYS[1], ARGV[1], KEYS[6], ARGV[5], tonumber(ARGV[2]))
 if freed == 1 then
   hand_on_released(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[3])
 end

@@ -7,9 +7,9 @@
 -- deadlines are written together, so an empty queue leaves no dead waiter to drop): all three
 -- asked in one call. Returns the script's answer and true when that settles the attempt (nil:
 -- taken; -3: withdrawn), else the lock's ttl (-2: free, with waiters queued) and false.
-local function look_at_fair_lock(lock, queue, latch, owner, lease)
+local function look_at_fair_lock(lock, queue, latch, field, owner, lease)
   if redis.call('exists', lock, latch, queue) == 0 then
-    add_hold(lock, owner, nil, lease, latch, 'a', -2)
+    add_hold(lock, owner, nil, lease, field, 'a', -2)
     return nil, true
   end
   if redis.call('exists', latch) == 1 then return -3, true end

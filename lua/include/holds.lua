@@ -2,49 +2,53 @@
   Helpers for the hold counts in a lock hash, shared by the exclusive lock kinds, pasted in where a
   script says "--@include include/holds.lua".
 
-  Every acquire request has a latch: a name unique to it (rlock_hold_latch:{name}:<client>:<n>).
-  ioredis re-sends a command whose reply a reconnect lost, and rlock sends a request again when it
-  cannot tell whether it ran, so a script may run twice for one request; the latch makes the second
-  run change nothing.
-  - The hold a request takes is marked in the lock hash itself: a field named by the latch, 'a' (or
+  Every acquire request has a latch: a key name unique to it (rlock_hold_latch:{name}:<request>),
+  and a mark field (rlock_mark:<request>, where <request> is <client id>:<n>). ioredis re-sends a
+  command whose reply a reconnect lost, and rlock sends a request again when it cannot tell whether
+  it ran, so a script may run twice for one request; the latch makes the second run change nothing.
+  - The hold a request takes is marked in the lock hash itself: its mark field, valued 'a' (or
     'a:<token>' for a fenced lock), beside the owner's count. The mark lives exactly as long as the
-    lock, so a released lock leaves nothing behind, and a re-sent copy of the acquire finds it.
-  - A key named by the latch is written only off the common path: 'w' when the request was
-    withdrawn (a copy that runs later takes nothing), 'r0' when its hold was released while the
-    owner kept others (the lock lives on, and a re-sent copy of that release must not release a
-    second hold).
+    lock, so a released lock leaves nothing behind, and a re-sent copy of the acquire finds it. The
+    field leaves out the lock's name, so that it stays short: a hash whose fields all fit in 64
+    bytes (hash-max-listpack-value) keeps Redis' compact encoding, which is cheaper to write, read
+    and delete than the hash table a longer field turns it into.
+  - The latch key is written only off the common path: 'w' when the request was withdrawn (a copy
+    that runs later takes nothing), 'r0' when its hold was released while the owner kept others
+    (the lock lives on, and a re-sent copy of that release must not release a second hold).
   One case is the client's to judge: a re-sent copy of the release that deleted the lock finds
   nothing, as a release after the lease ran out does.
 ]]
 
--- The owner's hold count (nil: it holds nothing) and the mark of request `latch` (nil: none).
-local function hold_state(lock, owner, latch)
-  local state = redis.call('hmget', lock, owner, latch)
+-- The owner's hold count (nil: it holds nothing) and the mark of a request, by its mark field
+-- `field` (nil: none).
+local function hold_state(lock, owner, field)
+  local state = redis.call('hmget', lock, owner, field)
   -- A missing field reads false (in ioredis-mock's Lua, some other value that is not a string).
   local mark = state[2]
   if type(mark) ~= 'string' then mark = nil end
   return tonumber(state[1]), mark
 end
 
--- Adds one hold of `owner`, marked `mark` for request `latch`. `count` is the owner's hold count
--- (nil: none) and `ttl` the lock's (-2: no lock). The ttl becomes at least `lease`: a short inner
--- lease never cuts off an outer hold.
+-- Adds one hold of `owner`, marked `mark` in the request's mark field `field`. `count` is the
+-- owner's hold count (nil: none) and `ttl` the lock's (-2: no lock). The ttl becomes at least
+-- `lease`: a short inner lease never cuts off an outer hold.
 -- `lease` is the script's argument as sent, text: a Lua number handed to redis.call is turned into
 -- text with sprintf, which costs more than a call that reads a key (see docs/hot-path.md).
-local function add_hold(lock, owner, count, lease, latch, mark, ttl)
-  redis.call('hset', lock, owner, count and count + 1 or '1', latch, mark)
+local function add_hold(lock, owner, count, lease, field, mark, ttl)
+  redis.call('hset', lock, owner, count and count + 1 or '1', field, mark)
   if ttl < tonumber(lease) then
     redis.call('pexpire', lock, lease)
   end
 end
 
--- Removes one hold of `owner`, whose count is `count`: 0 when holds remain (the ttl is left as it
--- is; the latch remembers the release for at least `latch_ms`, and as long as the lock lives), 1
--- when that was the last hold and the lock is deleted.
-local function remove_hold(lock, owner, count, latch, latch_ms)
+-- Removes one hold of `owner`, whose count is `count`, taken by the request of `latch` and
+-- `field`: 0 when holds remain (the ttl is left as it is; the latch remembers the release for at
+-- least `latch_ms`, and as long as the lock lives), 1 when that was the last hold and the lock is
+-- deleted.
+local function remove_hold(lock, owner, count, latch, field, latch_ms)
   if count > 1 then
     redis.call('hset', lock, owner, count - 1)
-    redis.call('hdel', lock, latch)
+    redis.call('hdel', lock, field)
     redis.call('set', latch, 'r0', 'px', math.max(redis.call('pttl', lock), latch_ms))
     return 0
   end
@@ -52,25 +56,26 @@ local function remove_hold(lock, owner, count, latch, latch_ms)
   return 1
 end
 
--- Releases the hold request `latch` took: nil when it holds nothing (any more), 0 when the owner
--- still holds others, 1 when the lock is deleted. With `any`, a hold without a mark (taken by a
--- hand-off not yet confirmed, or through another client for an explicit owner id) is released
--- instead: any one hold of the owner.
-local function release_hold(lock, owner, latch, latch_ms, any)
-  local count, mark = hold_state(lock, owner, latch)
+-- Releases the hold the request of `latch` and `field` took: nil when it holds nothing (any more),
+-- 0 when the owner still holds others, 1 when the lock is deleted. With `any`, a hold without a
+-- mark (taken by a hand-off not yet confirmed, or through another client for an explicit owner id)
+-- is released instead: any one hold of the owner.
+local function release_hold(lock, owner, latch, field, latch_ms, any)
+  local count, mark = hold_state(lock, owner, field)
   if not mark then
     if redis.call('get', latch) == 'r0' then return 0 end
     if not any then return nil end
   end
   if not count then return nil end
-  return remove_hold(lock, owner, count, latch, latch_ms)
+  return remove_hold(lock, owner, count, latch, field, latch_ms)
 end
 
--- Withdraws request `latch`: a copy that runs later takes nothing, and the hold it took, if any, is
--- released. Returns 1 when it had taken a hold, with `freed` 1 when that deleted the lock.
-local function withdraw_request(lock, owner, latch, latch_ms)
-  local count, mark = hold_state(lock, owner, latch)
+-- Withdraws the request of `latch` and `field`: a copy that runs later takes nothing, and the hold
+-- it took, if any, is released. Returns 1 when it had taken a hold, with `freed` 1 when that
+-- deleted the lock.
+local function withdraw_request(lock, owner, latch, field, latch_ms)
+  local count, mark = hold_state(lock, owner, field)
   redis.call('set', latch, 'w', 'px', latch_ms, 'nx')
   if not mark or not count then return 0, 0 end
-  return 1, remove_hold(lock, owner, count, latch, latch_ms)
+  return 1, remove_hold(lock, owner, count, latch, field, latch_ms)
 end

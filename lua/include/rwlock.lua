@@ -6,7 +6,7 @@
     mode                      'read' or 'write'
     <owner id>                that owner's read holds (a count)
     <owner id>:write          the writer's write holds (a count)
-    rlock_hold_latch:...      rlock's marks of its holds (see include/holds.lua); never a count
+    rlock_mark:...            rlock's marks of its holds (see include/holds.lua); never a count
   Each read hold n of an owner has a timeout key <base>:<owner id>:rwlock_timeout:<n> whose ttl is
   that hold's lease: a read-mode lock lives as long as its longest remaining read hold.
 ]]
@@ -51,13 +51,14 @@ local function has_holders(lock)
   return false
 end
 
--- Removes the newest read hold of `owner` (`count` read holds), whose request was `latch`.
+-- Removes the newest read hold of `owner` (`count` read holds), whose request was `latch` (its
+-- mark field `mark_field`).
 -- Returns owner_freed (1: that was the owner's last read hold) and lock_freed (1: the lock is gone).
 -- A read-mode lock then lives as long as its longest remaining read hold, or is deleted when none
 -- is left (holds of owners whose timeout keys are all gone are dead: Redisson's rule).
-local function remove_read_hold(lock, owner, count, latch, latch_ms, timeouts, base)
+local function remove_read_hold(lock, owner, count, latch, mark_field, latch_ms, timeouts, base)
   redis.call('del', timeouts .. ':' .. count)
-  redis.call('hdel', lock, latch)
+  redis.call('hdel', lock, mark_field)
   local owner_freed = 1
   if count > 1 then
     owner_freed = 0
@@ -77,18 +78,19 @@ local function remove_read_hold(lock, owner, count, latch, latch_ms, timeouts, b
   return owner_freed, 1
 end
 
--- Removes one write hold of `field` (`count` write holds), whose request was `latch`. Returns
+-- Removes one write hold of `field` (`count` write holds), whose request was `latch` (its mark
+-- field `mark_field`). Returns
 -- owner_freed (1: the write lock is released) and lock_freed (1: the lock is gone). A writer that
 -- also reads keeps its read holds: the lock goes to read mode (a downgrade), and lives at least as
 -- long as its longest read hold.
-local function remove_write_hold(lock, field, count, latch, latch_ms, base)
+local function remove_write_hold(lock, field, count, latch, mark_field, latch_ms, base)
   if count > 1 then
     redis.call('hset', lock, field, count - 1)
-    redis.call('hdel', lock, latch)
+    redis.call('hdel', lock, mark_field)
     redis.call('set', latch, 'r0', 'px', math.max(redis.call('pttl', lock), latch_ms))
     return 0, 0
   end
-  redis.call('hdel', lock, field, latch)
+  redis.call('hdel', lock, field, mark_field)
   if has_holders(lock) then
     redis.call('hset', lock, 'mode', 'read')
     local longest = longest_read_hold(lock, base)

@@ -1,12 +1,13 @@
 --[[
   Acquire or re-enter the read lock of a read-write lock (Redisson RReadWriteLock layout).
   KEYS[1]  lock hash (see include/rwlock.lua)
-  KEYS[2]  the request's latch (see include/holds.lua): the hold it takes is marked under this name
+  KEYS[2]  the request's latch key (see include/holds.lua)
   KEYS[3]  the owner's read-hold timeout prefix: <base>:<owner id>:rwlock_timeout
   KEYS[4]  waiting writers (zset: writer field -> when its place lapses, server ms)
   ARGV[1]  lease in ms (the watchdog timeout for watchdog locks)
   ARGV[2]  owner id (the read field)
   ARGV[3]  the same owner's write field: <owner id>:write
+  ARGV[4]  the request's mark field (see include/holds.lua)
   Returns  nil when acquired or re-entered; otherwise how long to wait at most, in ms: the
            holder's remaining ttl (-1: no expiry), or while writers wait (writerPreference), how
            long until their places lapse; -3 when the request was withdrawn before it ran
@@ -21,7 +22,7 @@
 
 if redis.call('exists', KEYS[2]) == 1 then return -3 end
 local lease = tonumber(ARGV[1])
-local count, mark = hold_state(KEYS[1], ARGV[2], KEYS[2])
+local count, mark = hold_state(KEYS[1], ARGV[2], ARGV[4])
 if mark then return nil end
 local mode = redis.call('hget', KEYS[1], 'mode')
 local ttl = redis.call('pttl', KEYS[1])
@@ -33,7 +34,7 @@ if not count and mode ~= 'write' then
 end
 if not mode then redis.call('hset', KEYS[1], 'mode', 'read') end
 local n = (count or 0) + 1
-redis.call('hset', KEYS[1], ARGV[2], n, KEYS[2], 'a')
+redis.call('hset', KEYS[1], ARGV[2], n, ARGV[4], 'a')
 redis.call('set', KEYS[3] .. ':' .. n, 1, 'px', lease)
 if ttl < lease then redis.call('pexpire', KEYS[1], lease) end
 return nil

@@ -10,7 +10,8 @@
   ARGV[1]  owner id (the read field)
   ARGV[2]  how long a release that leaves other holds is remembered at least, in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
-  ARGV[4]  'marked': release the hold the latch marks; 'any': any read hold of the owner
+  ARGV[4]  'marked': release the hold the request marks; 'any': any read hold of the owner
+  ARGV[5]  the request's mark field (see include/holds.lua)
   Returns  1 when the owner's last read hold is gone, 0 when it still reads, nil when the hold is gone
 
   The message is Redisson's '0' (one waiter per process may take the lock), or '1' (every waiter
@@ -19,14 +20,14 @@
 --@include include/holds.lua
 --@include include/rwlock.lua
 
-local count, mark = hold_state(KEYS[1], ARGV[1], KEYS[3])
+local count, mark = hold_state(KEYS[1], ARGV[1], ARGV[5])
 if not mark then
   if redis.call('get', KEYS[3]) == 'r0' then return 0 end
   if ARGV[4] ~= 'any' then return nil end
 end
 if not count then return nil end
 local owner_freed, lock_freed =
-  remove_read_hold(KEYS[1], ARGV[1], count, KEYS[3], tonumber(ARGV[2]), KEYS[4], KEYS[5])
+  remove_read_hold(KEYS[1], ARGV[1], count, KEYS[3], ARGV[5], tonumber(ARGV[2]), KEYS[4], KEYS[5])
 if lock_freed == 1 then
   redis.call(ARGV[3], KEYS[2], writers_wait(KEYS[6]) > 0 and '1' or '0')
 end

@@ -10,15 +10,16 @@
   ARGV[1]  owner id (the read field)
   ARGV[2]  how long the withdrawal is remembered, in ms (at least the request's lease)
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
+  ARGV[4]  the request's mark field (see include/holds.lua)
   Returns  1 when the request had taken a hold and it is released now, 0 otherwise
 ]]
 --@include include/holds.lua
 --@include include/rwlock.lua
 
-local count, mark = hold_state(KEYS[1], ARGV[1], KEYS[3])
+local count, mark = hold_state(KEYS[1], ARGV[1], ARGV[4])
 redis.call('set', KEYS[3], 'w', 'px', ARGV[2], 'nx')
 if not mark or not count then return 0 end
-local _, lock_freed = remove_read_hold(KEYS[1], ARGV[1], count, KEYS[3], tonumber(ARGV[2]), KEYS[4], KEYS[5])
+local _, lock_freed = remove_read_hold(KEYS[1], ARGV[1], count, KEYS[3], ARGV[4], tonumber(ARGV[2]), KEYS[4], KEYS[5])
 if lock_freed == 1 then
   redis.call(ARGV[3], KEYS[2], writers_wait(KEYS[6]) > 0 and '1' or '0')
 end

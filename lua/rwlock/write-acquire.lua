@@ -1,7 +1,7 @@
 --[[
   Acquire or re-enter the write lock of a read-write lock (Redisson RReadWriteLock layout).
   KEYS[1]  lock hash (see include/rwlock.lua)
-  KEYS[2]  the request's latch (see include/holds.lua): the hold it takes is marked under this name
+  KEYS[2]  the request's latch key (see include/holds.lua)
   KEYS[3]  waiting writers (zset: writer field -> when its place lapses, server ms)
   KEYS[4]  the name's writer-preference flag (a plain key, no expiry)
   ARGV[1]  lease in ms (the watchdog timeout for watchdog locks)
@@ -9,6 +9,7 @@
   ARGV[3]  'try' (one attempt: never waits), 'first' or 'queued' (an attempt of a wait)
   ARGV[4]  how long a waiting writer's place lasts without another attempt, in ms
   ARGV[5]  '1' when this handle asks for writerPreference (sets the flag), '' otherwise
+  ARGV[6]  the request's mark field (see include/holds.lua)
   Returns  nil when acquired or re-entered; otherwise how long to wait at most, in ms: the
            holder's remaining ttl (-1: no expiry), or for a waiting writer of a name that prefers
            writers at most a third of its place's life (it comes back to keep its place);
@@ -23,12 +24,12 @@
 if ARGV[5] == '1' then redis.call('set', KEYS[4], '1') end
 if redis.call('exists', KEYS[2]) == 1 then return -3 end
 local lease = ARGV[1]
-local count, mark = hold_state(KEYS[1], ARGV[2], KEYS[2])
+local count, mark = hold_state(KEYS[1], ARGV[2], ARGV[6])
 if mark then return nil end
 local ttl = redis.call('pttl', KEYS[1])
 if ttl == -2 or (count and redis.call('hget', KEYS[1], 'mode') == 'write') then
   if ttl == -2 then redis.call('hset', KEYS[1], 'mode', 'write') end
-  add_hold(KEYS[1], ARGV[2], count, lease, KEYS[2], 'a', ttl)
+  add_hold(KEYS[1], ARGV[2], count, lease, ARGV[6], 'a', ttl)
   redis.call('zrem', KEYS[3], ARGV[2])
   return nil
 end

@@ -8,7 +8,8 @@
   ARGV[1]  the writer's field: <owner id>:write
   ARGV[2]  how long a release that leaves other holds is remembered at least, in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
-  ARGV[4]  'marked': release the hold the latch marks; 'any': any write hold of the owner
+  ARGV[4]  'marked': release the hold the request marks; 'any': any write hold of the owner
+  ARGV[5]  the request's mark field (see include/holds.lua)
   Returns  1 when the write lock is released, 0 when the owner still writes, nil when the hold is gone
 
   The message is Redisson's '1': readers can all come in now. Redisson publishes nothing on a
@@ -17,12 +18,12 @@
 --@include include/holds.lua
 --@include include/rwlock.lua
 
-local count, mark = hold_state(KEYS[1], ARGV[1], KEYS[3])
+local count, mark = hold_state(KEYS[1], ARGV[1], ARGV[5])
 if not mark then
   if redis.call('get', KEYS[3]) == 'r0' then return 0 end
   if ARGV[4] ~= 'any' then return nil end
 end
 if not count or redis.call('hget', KEYS[1], 'mode') ~= 'write' then return nil end
-local owner_freed = remove_write_hold(KEYS[1], ARGV[1], count, KEYS[3], tonumber(ARGV[2]), KEYS[4])
+local owner_freed = remove_write_hold(KEYS[1], ARGV[1], count, KEYS[3], ARGV[5], tonumber(ARGV[2]), KEYS[4])
 if owner_freed == 1 then redis.call(ARGV[3], KEYS[2], '1') end
 return owner_freed

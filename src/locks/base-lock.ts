@@ -7,7 +7,7 @@ import {
 } from '../errors';
 import type { Hold, LockClass, TakenHold } from '../holds';
 import { DEBUG, debugWakeSource, type LockKind as EventKind } from '../events';
-import { holdLatchBase, homeSlot } from '../keys';
+import { holdLatchBase, holdMarkField, homeSlot } from '../keys';
 import { onAbort } from '../abort';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
 import type { GateEntry } from '../owner-gate';
@@ -99,7 +99,16 @@ export abstract class BaseLock implements RLock {
 
   /** A fresh latch key for one acquire request (and later the release of its hold). */
   newLatch(): string {
-    return `${(this.latchBase ??= holdLatchBase(this.name, this.slot))}:${this.context.newRequestId()}`;
+    return `${this.latchBaseOf()}:${this.context.newRequestId()}`;
+  }
+
+  /** The field that marks the hold of the request of `latch` (one of newLatch's) in the lock hash. */
+  protected markOf(latch: string): string {
+    return holdMarkField(latch.slice(this.latchBaseOf().length + 1));
+  }
+
+  private latchBaseOf(): string {
+    return (this.latchBase ??= holdLatchBase(this.name, this.slot));
   }
 
   /** One attempt: null when acquired or re-entered, else the holder's remaining ttl in ms. */

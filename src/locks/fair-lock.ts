@@ -55,7 +55,7 @@ export class FairLock extends BaseLock {
     // ASK_IN_FULL instead, and the wait's next attempt, a full one, settles whose turn it is (a
     // 'try' alone, tryLock(), sends the full script at once).
     const { lock, queue } = this.keys;
-    return tryFairLock(this.context.redis, [lock, queue, latch], [leaseMs, owner]);
+    return tryFairLock(this.context.redis, [lock, queue, latch], [leaseMs, owner, this.markOf(latch)]);
   }
 
   /** An attempt by fair/acquire.lua, which may queue the owner (kind 'first', 'queued'). */
@@ -75,6 +75,7 @@ export class FairLock extends BaseLock {
       context.fairLockWaitTimeout,
       scriptMode(kind),
       publish,
+      this.markOf(latch),
     ]);
     // A 'try' only takes a free lock: nothing to do with its answer.
     return kind === 'try' ? ttl : ttl.then((answer) => this.afterQueuedAttempt(owner, answer));
@@ -101,6 +102,7 @@ export class FairLock extends BaseLock {
       this.context.fairLockWaitTimeout,
       publish,
       any ? 'any' : 'marked',
+      this.markOf(latch),
     ]);
   }
 
@@ -111,6 +113,7 @@ export class FairLock extends BaseLock {
       latchMs,
       this.context.fairLockWaitTimeout,
       publish,
+      this.markOf(latch),
     ]);
   }
 
@@ -155,7 +158,12 @@ export class FairLock extends BaseLock {
   protected override async confirmHandoff(owner: string, leaseMs: number, latch: string): Promise<boolean> {
     const publish = await this.context.publishCommand();
     return (
-      (await confirmFairHandoff(this.context.redis, this.keysWith(latch), [owner, leaseMs, publish])) === 1
+      (await confirmFairHandoff(this.context.redis, this.keysWith(latch), [
+        owner,
+        leaseMs,
+        publish,
+        this.markOf(latch),
+      ])) === 1
     );
   }
 }

@@ -54,7 +54,7 @@ export class FencedLock extends ReentrantLock implements RFencedLock {
     const [acquired, value] = await acquireFencedLock(
       this.context.redis,
       [this.hashKey, latch, this.tokenKey],
-      [leaseMs, owner],
+      [leaseMs, owner, this.markOf(latch)],
     );
     if (acquired !== 1) return Number(value);
     this.granted.set(latch, Number(value));

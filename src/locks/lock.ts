@@ -17,7 +17,7 @@ export class ReentrantLock extends BaseLock {
   }
 
   protected attempt(owner: string, leaseMs: number, latch: string): Promise<number | null> {
-    return acquireLock(this.context.redis, [this.keys.lock, latch], [leaseMs, owner]);
+    return acquireLock(this.context.redis, [this.keys.lock, latch], [leaseMs, owner, this.markOf(latch)]);
   }
 
   protected release(owner: string, latch: string, latchMs: number, any: boolean): Promise<0 | 1 | null> {
@@ -27,7 +27,7 @@ export class ReentrantLock extends BaseLock {
     return releaseLock(
       this.context.redis,
       [this.keys.lock, this.keys.channel, latch],
-      [owner, latchMs, UNLOCK_MESSAGE, publish, any ? 'any' : 'marked'],
+      [owner, latchMs, UNLOCK_MESSAGE, publish, any ? 'any' : 'marked', this.markOf(latch)],
     );
   }
 
@@ -35,7 +35,7 @@ export class ReentrantLock extends BaseLock {
     return withdrawLock(
       this.context.redis,
       [this.keys.lock, this.keys.channel, latch],
-      [owner, latchMs, UNLOCK_MESSAGE, await this.context.publishCommand()],
+      [owner, latchMs, UNLOCK_MESSAGE, await this.context.publishCommand(), this.markOf(latch)],
     );
   }
 

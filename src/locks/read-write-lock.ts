@@ -102,7 +102,7 @@ class ReadLock extends ReadWriteHalf {
     return acquireReadLock(
       this.context.redis,
       [lock, latch, readTimeoutPrefix(this.keys, owner), writers],
-      [leaseMs, owner, owner + WRITE_SUFFIX],
+      [leaseMs, owner, owner + WRITE_SUFFIX, this.markOf(latch)],
     );
   }
 
@@ -116,7 +116,7 @@ class ReadLock extends ReadWriteHalf {
     return releaseReadLock(
       this.context.redis,
       [lock, channel, latch, readTimeoutPrefix(this.keys, owner), timeoutBase, writers],
-      [owner, latchMs, await this.context.publishCommand(), any ? 'any' : 'marked'],
+      [owner, latchMs, await this.context.publishCommand(), any ? 'any' : 'marked', this.markOf(latch)],
     );
   }
 
@@ -125,7 +125,7 @@ class ReadLock extends ReadWriteHalf {
     return withdrawReadLock(
       this.context.redis,
       [lock, channel, latch, readTimeoutPrefix(this.keys, owner), timeoutBase, writers],
-      [owner, latchMs, await this.context.publishCommand()],
+      [owner, latchMs, await this.context.publishCommand(), this.markOf(latch)],
     );
   }
 
@@ -173,7 +173,14 @@ class WriteLock extends ReadWriteHalf {
     return acquireWriteLock(
       this.context.redis,
       [lock, latch, writers, preference],
-      [leaseMs, owner, scriptMode(kind), this.context.watchdogTimeout, this.writerPreference ? '1' : ''],
+      [
+        leaseMs,
+        owner,
+        scriptMode(kind),
+        this.context.watchdogTimeout,
+        this.writerPreference ? '1' : '',
+        this.markOf(latch),
+      ],
     );
   }
 
@@ -187,7 +194,7 @@ class WriteLock extends ReadWriteHalf {
     return releaseWriteLock(
       this.context.redis,
       [lock, channel, latch, timeoutBase],
-      [owner, latchMs, await this.context.publishCommand(), any ? 'any' : 'marked'],
+      [owner, latchMs, await this.context.publishCommand(), any ? 'any' : 'marked', this.markOf(latch)],
     );
   }
 
@@ -196,7 +203,7 @@ class WriteLock extends ReadWriteHalf {
     return withdrawWriteLock(
       this.context.redis,
       [lock, channel, latch, timeoutBase],
-      [owner, latchMs, await this.context.publishCommand()],
+      [owner, latchMs, await this.context.publishCommand(), this.markOf(latch)],
     );
   }
 
