@@ -7,10 +7,16 @@
  *
  * `--dist` measures another build of rlock (a folder holding index.cjs), to set a change beside
  * the build it replaces.
+ *
+ * `--instructions` runs the server under valgrind and counts, instead of times, what each call
+ * costs Redis: the instructions it executes per call, alone and above a PING's (the reading,
+ * parsing and answering every command pays). Counts repeat to the instruction on any machine, so
+ * they settle what times on a shared machine leave to the noise. One round; the times are not shown.
  */
 import { resolve } from 'node:path';
 import type Redis from 'ioredis';
 import { startRedis } from '../__tests__/helpers/redis-server';
+import { instructionCounter, type InstructionCounter } from './redis-instructions';
 
 const distIndex = process.argv.indexOf('--dist');
 const dist = resolve(
@@ -21,11 +27,17 @@ const rlock = require(resolve(dist, 'index.cjs')) as typeof import('../src/index
 
 const CALLS = 5_000;
 
+const counter: InstructionCounter | undefined = process.argv.includes('--instructions')
+  ? instructionCounter()
+  : undefined;
+
 interface Step {
   step: string;
   clientMicros: number;
   wallMicros: number;
   redisMicros: number;
+  /** Instructions Redis executed per call (with --instructions). */
+  redisInstructions: number;
 }
 
 const cpuMicros = (): number => {
@@ -45,10 +57,19 @@ async function redisMicros(admin: Redis): Promise<number> {
   return usec;
 }
 
-/** Runs `call(i)` CALLS times in sequence: client CPU, median wall time and Redis CPU per call. */
-async function measure(admin: Redis, step: string, call: (i: number) => Promise<unknown>): Promise<Step> {
+/**
+ * Runs `call(i)` CALLS times in sequence: client CPU, median wall time, Redis CPU and (with a
+ * counter) Redis instructions per call.
+ */
+async function measure(
+  server: { pid: number | undefined },
+  admin: Redis,
+  step: string,
+  call: (i: number) => Promise<unknown>,
+): Promise<Step> {
   const walls: number[] = [];
   await admin.config('RESETSTAT');
+  counter?.start(server.pid as number);
   const cpuBefore = cpuMicros();
   for (let i = 0; i < CALLS; i += 1) {
     const started = performance.now();
@@ -56,6 +77,7 @@ async function measure(admin: Redis, step: string, call: (i: number) => Promise<
     walls.push(performance.now() - started);
   }
   const client = cpuMicros() - cpuBefore;
+  const instructions = counter?.stop(server.pid as number) ?? 0;
   const redis = await redisMicros(admin);
   walls.sort((a, b) => a - b);
   return {
@@ -63,12 +85,13 @@ async function measure(admin: Redis, step: string, call: (i: number) => Promise<
     clientMicros: client / CALLS,
     wallMicros: (walls[Math.floor(CALLS / 2)] as number) * 1000,
     redisMicros: redis / CALLS,
+    redisInstructions: instructions / CALLS,
   };
 }
 
 /** One round of every step, on a fresh server. */
 async function round(): Promise<Step[]> {
-  const server = await startRedis();
+  const server = await startRedis([], [], counter?.wrapper);
   const admin = server.connect();
   const redis = server.connect();
   const steps: Step[] = [];
@@ -83,10 +106,12 @@ async function round(): Promise<Step[]> {
       }
       const locks = Array.from({ length: CALLS }, (_, i) => client[kind](`${kind}:${i}`));
       steps.push(
-        await measure(admin, `${kind} lock()`, (i) => (locks[i] as { lock(): Promise<void> }).lock()),
+        await measure(server, admin, `${kind} lock()`, (i) => (locks[i] as { lock(): Promise<void> }).lock()),
       );
       steps.push(
-        await measure(admin, `${kind} unlock()`, (i) => (locks[i] as { unlock(): Promise<void> }).unlock()),
+        await measure(server, admin, `${kind} unlock()`, (i) =>
+          (locks[i] as { unlock(): Promise<void> }).unlock(),
+        ),
       );
     }
     await client.close();
@@ -98,9 +123,13 @@ async function round(): Promise<Step[]> {
       await redis.set(`warm:set:${i}`, 't', 'PX', 30_000, 'NX');
       await redis.evalsha(sha, 1, `warm:set:${i}`, 't');
     }
-    steps.push(await measure(admin, 'SET NX PX', (i) => redis.set(`set:${i}`, 't', 'PX', 30_000, 'NX')));
     steps.push(
-      await measure(admin, 'compare-and-delete EVALSHA', (i) => redis.evalsha(sha, 1, `set:${i}`, 't')),
+      await measure(server, admin, 'SET NX PX', (i) => redis.set(`set:${i}`, 't', 'PX', 30_000, 'NX')),
+    );
+    steps.push(
+      await measure(server, admin, 'compare-and-delete EVALSHA', (i) =>
+        redis.evalsha(sha, 1, `set:${i}`, 't'),
+      ),
     );
     // The least any script that takes and frees a lock in Redisson's layout does — a hash with an
     // expiry, deleted with an announcement — with no ownership check and no re-send marks: the
@@ -113,26 +142,48 @@ async function round(): Promise<Step[]> {
       'LOAD',
       "redis.call('del', KEYS[1]) redis.call('publish', KEYS[2], '0') return 1",
     )) as string;
+    // The floor again with the two reads rlock's guarantees need, and nothing else: the acquire asks
+    // whether the lock (or a withdrawal of the request) exists before it writes, and writes the
+    // request's mark in the same HSET; the release reads the owner's count and the mark first.
+    const checkedTake = (await redis.script(
+      'LOAD',
+      "if redis.call('exists', KEYS[1], KEYS[2]) == 0 then redis.call('hset', KEYS[1], ARGV[1], 1, KEYS[2], 'a') redis.call('pexpire', KEYS[1], ARGV[2]) return 1 end return 0",
+    )) as string;
+    const checkedFree = (await redis.script(
+      'LOAD',
+      "redis.call('hmget', KEYS[1], ARGV[1], KEYS[3]) redis.call('del', KEYS[1]) redis.call('publish', KEYS[2], '0') return 1",
+    )) as string;
     const empty = (await redis.script('LOAD', 'return 1')) as string;
     steps.push(
-      await measure(admin, 'layout floor: HSET + PEXPIRE script', (i) =>
+      await measure(server, admin, 'layout floor: HSET + PEXPIRE script', (i) =>
         redis.evalsha(floorTake, 1, `floor:${i}`, 'owner:1', 30_000),
       ),
     );
     steps.push(
-      await measure(admin, 'layout floor: DEL + PUBLISH script', (i) =>
+      await measure(server, admin, 'layout floor: DEL + PUBLISH script', (i) =>
         redis.evalsha(floorFree, 2, `floor:${i}`, 'floor-channel'),
       ),
     );
-    steps.push(await measure(admin, 'empty script', () => redis.evalsha(empty, 0)));
-    steps.push(await measure(admin, 'PING (round trip)', () => redis.ping()));
+    steps.push(
+      await measure(server, admin, 'floor + checks: EXISTS, HSET + PEXPIRE script', (i) =>
+        redis.evalsha(checkedTake, 2, `checked:${i}`, `checked-mark:${i}`, 'owner:1', 30_000),
+      ),
+    );
+    steps.push(
+      await measure(server, admin, 'floor + checks: HMGET, DEL + PUBLISH script', (i) =>
+        redis.evalsha(checkedFree, 3, `checked:${i}`, 'checked-channel', `checked-mark:${i}`, 'owner:1'),
+      ),
+    );
+    steps.push(await measure(server, admin, 'empty script', () => redis.evalsha(empty, 0)));
+    steps.push(await measure(server, admin, 'PING (round trip)', () => redis.ping()));
   } finally {
     await server.stop();
   }
   return steps;
 }
 
-const ROUNDS = 3;
+// Counted instructions repeat exactly: one round of them is enough.
+const ROUNDS = counter ? 1 : 3;
 
 const median = (values: number[]): number =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
@@ -148,9 +199,14 @@ async function main(): Promise<void> {
       wallMicros: of((s) => s.wallMicros),
       clientMicros: of((s) => s.clientMicros),
       redisMicros: of((s) => s.redisMicros),
+      redisInstructions: of((s) => s.redisInstructions),
     };
   });
   const f = (value: number): string => value.toFixed(1);
+  if (counter) {
+    printInstructions(steps);
+    return;
+  }
   console.log(`rlock build: ${dist} (median of ${ROUNDS} rounds of ${CALLS} calls per step)\n`);
   console.log('| step | wall p50 µs | client CPU µs | Redis CPU µs |');
   console.log('|---|---:|---:|---:|');
@@ -158,6 +214,17 @@ async function main(): Promise<void> {
     console.log(
       `| ${step.step} | ${f(step.wallMicros)} | ${f(step.clientMicros)} | ${f(step.redisMicros)} |`,
     );
+}
+
+function printInstructions(steps: Step[]): void {
+  const ping = steps.find((step) => step.step.startsWith('PING'))?.redisInstructions ?? 0;
+  const n = (value: number): string => Math.round(value).toLocaleString('en-US');
+  console.log(`rlock build: ${dist} (${CALLS} calls per step, Redis under callgrind)\n`);
+  console.log('| step | Redis instructions per call | above a PING |');
+  console.log('|---|---:|---:|');
+  for (const step of steps) {
+    console.log(`| ${step.step} | ${n(step.redisInstructions)} | ${n(step.redisInstructions - ping)} |`);
+  }
 }
 
 main().catch((error: unknown) => {

@@ -8,6 +8,8 @@ import Redis, { type RedisOptions } from 'ioredis';
  */
 export interface RedisServer {
   readonly port: number;
+  /** The process id of the running server. */
+  readonly pid: number | undefined;
   /** A new connection to this server, closed by stop(). */
   connect(options?: RedisOptions): Redis;
   /** Stops the process (data gone) and starts a fresh one on the same port. */
@@ -66,8 +68,15 @@ function isFree(port: number): Promise<boolean> {
   });
 }
 
-function launch(port: number, extraArgs: string[], leadingArgs: string[]): Promise<ChildProcess> {
-  const args = [
+function launch(
+  port: number,
+  extraArgs: string[],
+  leadingArgs: string[],
+  wrapper: string[],
+): Promise<ChildProcess> {
+  const [program, ...args] = [
+    ...wrapper,
+    'redis-server',
     ...leadingArgs,
     '--port',
     String(port),
@@ -83,7 +92,7 @@ function launch(port: number, extraArgs: string[], leadingArgs: string[]): Promi
     'warning',
     ...extraArgs,
   ];
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(program as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   return new Promise((resolve, reject) => {
     let output = '';
     const deadline = setTimeout(
@@ -146,14 +155,23 @@ export function closeNow(connection: Redis): void {
 
 /**
  * @param leadingArgs arguments before the options, e.g. a config file and --sentinel
+ * @param wrapper a program that runs redis-server, with its own arguments (e.g. valgrind's)
  */
-export async function startRedis(extraArgs: string[] = [], leadingArgs: string[] = []): Promise<RedisServer> {
+export async function startRedis(
+  extraArgs: string[] = [],
+  leadingArgs: string[] = [],
+  wrapper: string[] = [],
+): Promise<RedisServer> {
   requireRedisServer();
   const port = await freePort();
-  let child = await launch(port, extraArgs, leadingArgs);
+  const start = (): Promise<ChildProcess> => launch(port, extraArgs, leadingArgs, wrapper);
+  let child = await start();
   const connections: Redis[] = [];
   return {
     port,
+    get pid() {
+      return child.pid;
+    },
     connect(options: RedisOptions = {}) {
       const connection = new Redis({ port, host: '127.0.0.1', ...options });
       connection.on('error', () => undefined);
@@ -162,13 +180,13 @@ export async function startRedis(extraArgs: string[] = [], leadingArgs: string[]
     },
     async restart() {
       await kill(child);
-      child = await launch(port, extraArgs, leadingArgs);
+      child = await start();
     },
     async down() {
       await kill(child);
     },
     async up() {
-      child = await launch(port, extraArgs, leadingArgs);
+      child = await start();
     },
     freeze() {
       child.kill('SIGSTOP');
