@@ -1,5 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis, { type RedisOptions } from 'ioredis';
 
 /**
@@ -68,6 +71,23 @@ function isFree(port: number): Promise<boolean> {
   });
 }
 
+let serverDir: string | undefined;
+
+/**
+ * Where this process' servers may write: a folder of its own, gone when the process exits. A
+ * replica writes the data a full sync sends it to disk (dump.rdb), and every server loads the
+ * dump.rdb of its folder when it starts: in the project's folder, one test's replica would hand
+ * its replication state and keys to every server started after it.
+ */
+function scratchDir(): string {
+  if (serverDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'rlock-redis-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    serverDir = dir;
+  }
+  return serverDir;
+}
+
 function launch(
   port: number,
   extraArgs: string[],
@@ -88,6 +108,10 @@ function launch(
     'no',
     '--enable-debug-command',
     'local',
+    '--dir',
+    scratchDir(),
+    '--dbfilename',
+    `dump-${port}.rdb`,
     '--loglevel',
     'warning',
     ...extraArgs,
