@@ -1,6 +1,6 @@
 /**
  * Builds src/lua.generated.ts: the text of every script in lua/, with its `--@include` lines
- * resolved, as a TypeScript module. lua/ stays the source; the module puts the scripts inside the
+ * resolved and the included helpers it does not call left out, as a TypeScript module. lua/ stays the source; the module puts the scripts inside the
  * JavaScript, so a bundle of an app (esbuild, ncc, a Lambda zip) needs no files beside it.
  *
  * `npm run build:lua` writes it; build, typecheck, the demo, the benchmarks and every Jest run do
@@ -27,13 +27,38 @@ function readLua(luaDir: string, file: string, includedBy?: string): string {
   return text.replace(/^--@include (\S+)$/gm, (_, included: string) => readLua(luaDir, included, file));
 }
 
+/**
+ * A helper as an include file defines it: the comment lines right above it, `local function
+ * <name>(`, and its body up to the first `end` at the start of a line (the helpers' own code is
+ * indented, so that `end` is the function's).
+ */
+const HELPER = /(?:^--(?!\[\[).*\n)*^local function (\w+)\([^]*?^end\n/gm;
+
+/** The text with its Lua comments removed: a name in a comment is no use of it. */
+const withoutComments = (text: string): string => text.replace(/--\[\[[^]*?\]\]|--.*$/gm, '');
+
+/**
+ * The script without the included helpers it never calls. Lua makes a closure of every `local
+ * function` on every run of a script, and an include defines several: a script that called two of
+ * an include's seven paid for seven (about 450 Redis instructions each, `npm run bench:steps --
+ * --instructions`). A helper stays when the script's own code, or a helper that stays, names it.
+ */
+export function dropUnusedHelpers(text: string): string {
+  const helpers = new Map([...text.matchAll(HELPER)].map((match) => [match[1] as string, match[0]]));
+  const namedIn = (code: string): string[] =>
+    [...helpers.keys()].filter((name) => new RegExp(`\\b${name}\\b`).test(withoutComments(code)));
+  const kept = new Set(namedIn(text.replace(HELPER, '')));
+  for (const name of kept) for (const used of namedIn(helpers.get(name) as string)) kept.add(used);
+  return text.replace(HELPER, (helper, name: string) => (kept.has(name) ? helper : ''));
+}
+
 /** Every script under lua/ by its path there (`/` separators); include/ holds helpers only. */
 export function readScripts(luaDir = LUA_DIR): Record<string, string> {
   const files = readdirSync(luaDir, { recursive: true, encoding: 'utf8' })
     .map((file) => file.split(sep).join('/'))
     .filter((file) => file.endsWith('.lua') && !file.startsWith(`${INCLUDE_DIR}/`))
     .sort();
-  return Object.fromEntries(files.map((file) => [file, readLua(luaDir, file)]));
+  return Object.fromEntries(files.map((file) => [file, dropUnusedHelpers(readLua(luaDir, file))]));
 }
 
 export function renderLuaModule(): string {

@@ -41,9 +41,6 @@ export function homeSlot(name: string, keyPrefix: string, cluster: boolean): num
   return cluster && keyPrefix !== '' ? hashSlot(keyPrefix + name) : undefined;
 }
 
-/** Redisson's message for "an exclusive lock was released": wakes one waiter per process. */
-export const UNLOCK_MESSAGE = '0';
-
 export interface LockKeys {
   /** The lock hash: field owner id -> hold count. */
   readonly lock: string;

@@ -249,21 +249,14 @@ export type ReleaseWhich = 'marked' | 'any';
 /** Returns 1 when the lock is free now, 0 when the owner still holds it, null when the hold is gone. */
 export const releaseLock = defineScript<
   [lock: string, channel: string, holdLatch: string],
-  [
-    ownerId: string,
-    latchMs: number,
-    message: string,
-    publish: PublishCommand,
-    which: ReleaseWhich,
-    markField: string,
-  ],
+  [ownerId: string, latchMs: number, publish: PublishCommand, which: ReleaseWhich, markField: string],
   0 | 1 | null
 >('lock/release.lua');
 
 /** Returns 1 when a lock existed and is gone now, 0 when there was none. */
 export const forceReleaseLock = defineScript<
   [lock: string, channel: string],
-  [message: string, publish: PublishCommand],
+  [publish: PublishCommand],
   0 | 1
 >('lock/force-release.lua');
 
@@ -347,7 +340,7 @@ export const announceClient = defineScript<[entry: string], [lifetimeMs: number,
 /** Returns 1 when the withdrawn request had taken a hold and it is released now, else 0. */
 export const withdrawLock = defineScript<
   [lock: string, channel: string, holdLatch: string],
-  [ownerId: string, latchMs: number, message: string, publish: PublishCommand, markField: string],
+  [ownerId: string, latchMs: number, publish: PublishCommand, markField: string],
   0 | 1
 >('lock/withdraw.lua');
 

@@ -8,15 +8,14 @@
   KEYS[3]  latch of the request (see include/holds.lua)
   ARGV[1]  owner id
   ARGV[2]  how long the withdrawal is remembered, in ms (at least the request's lease)
-  ARGV[3]  unlock message (Redisson's 0)
-  ARGV[4]  'publish', or 'spublish' when notifications are sharded
-  ARGV[5]  the request's mark field (see include/holds.lua)
+  ARGV[3]  'publish', or 'spublish' when notifications are sharded
+  ARGV[4]  the request's mark field (see include/holds.lua)
   Returns  1 when the request had taken a hold and it is released now, 0 otherwise
 ]]
 --@include include/holds.lua
 
-local took, freed = withdraw_request(KEYS[1], ARGV[1], KEYS[3], ARGV[5], tonumber(ARGV[2]))
+local took, freed = withdraw_request(KEYS[1], ARGV[1], KEYS[3], ARGV[4], tonumber(ARGV[2]))
 if freed == 1 then
-  redis.call(ARGV[4], KEYS[2], ARGV[3])
+  redis.call(ARGV[3], KEYS[2], '0') -- Redisson's unlock message, as in lock/release.lua
 end
 return took

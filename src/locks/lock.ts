@@ -1,4 +1,4 @@
-import { lockKeys, UNLOCK_MESSAGE, type LockKeys } from '../keys';
+import { lockKeys, type LockKeys } from '../keys';
 import { acquireLock, forceReleaseLock, releaseLock, withdrawLock } from '../scripts';
 import type { StepLimits, WakeSource } from '../wait';
 import type { LockKind } from '../events';
@@ -27,7 +27,7 @@ export class ReentrantLock extends BaseLock {
     return releaseLock(
       this.context.redis,
       [this.keys.lock, this.keys.channel, latch],
-      [owner, latchMs, UNLOCK_MESSAGE, publish, any ? 'any' : 'marked', this.markOf(latch)],
+      [owner, latchMs, publish, any ? 'any' : 'marked', this.markOf(latch)],
     );
   }
 
@@ -35,14 +35,14 @@ export class ReentrantLock extends BaseLock {
     return withdrawLock(
       this.context.redis,
       [this.keys.lock, this.keys.channel, latch],
-      [owner, latchMs, UNLOCK_MESSAGE, await this.context.publishCommand(), this.markOf(latch)],
+      [owner, latchMs, await this.context.publishCommand(), this.markOf(latch)],
     );
   }
 
   protected async forceRelease(): Promise<boolean> {
     const publish = await this.context.publishCommand();
     const keys: [string, string] = [this.keys.lock, this.keys.channel];
-    return (await forceReleaseLock(this.context.redis, keys, [UNLOCK_MESSAGE, publish])) === 1;
+    return (await forceReleaseLock(this.context.redis, keys, [publish])) === 1;
   }
 
   /** Waiters listen on the lock's release channel (Redisson's), shared per client. */
