@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,21 +71,19 @@ function isFree(port: number): Promise<boolean> {
   });
 }
 
-let serverDir: string | undefined;
-
 /**
- * Where this process' servers may write: a folder of its own, gone when the process exits. A
- * replica writes the data a full sync sends it to disk (dump.rdb), and every server loads the
- * dump.rdb of its folder when it starts: in the project's folder, one test's replica would hand
- * its replication state and keys to every server started after it.
+ * Where the servers may write, apart from the project's folder. A replica writes the data a full
+ * sync sends it to disk, and every server loads that file when it starts: in the project's folder,
+ * one test's replica would hand its replication state and keys to every server started after it.
+ * Each port has a file of its own, deleted before a server starts on it, so every start is fresh.
  */
-function scratchDir(): string {
-  if (serverDir === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'rlock-redis-'));
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-    serverDir = dir;
-  }
-  return serverDir;
+const SERVER_DIR = join(tmpdir(), 'rlock-test-servers');
+
+function freshDumpFile(port: number): string {
+  const file = `dump-${port}.rdb`;
+  mkdirSync(SERVER_DIR, { recursive: true });
+  rmSync(join(SERVER_DIR, file), { force: true });
+  return file;
 }
 
 function launch(
@@ -109,9 +107,9 @@ function launch(
     '--enable-debug-command',
     'local',
     '--dir',
-    scratchDir(),
+    SERVER_DIR,
     '--dbfilename',
-    `dump-${port}.rdb`,
+    freshDumpFile(port),
     '--loglevel',
     'warning',
     ...extraArgs,
