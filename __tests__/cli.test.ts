@@ -221,6 +221,32 @@ describe('rlock command on a server', () => {
     expect(await writing).toBeInstanceOf(ClientClosedError);
   });
 
+  test('list shows every held lock: explicit owner ids, many readers, a Redisson hold; not an app hash', async () => {
+    const client = redis.client();
+    await client.runInTask(() => client.getLock('held:explicit').lock(), { ownerId: 'orders:job-42' });
+    const readers = client.getReadWriteLock('held:readers');
+    for (let i = 0; i < 40; i += 1) await client.runInTask(() => readers.readLock().lock());
+    expect(await redis.admin().hlen('held:readers')).toBeGreaterThan(64); // 40 owners, 40 marks, mode
+    await redis.admin().hset('held:redisson', '8d2bdb8c-0d4c-4b0e-9f55-4d9e2c1a7b11:1', '1');
+    await redis.admin().hset('held:stats', 'views', '10', 'visits', '3');
+    await redis
+      .admin()
+      .hset('held:big', Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`f${i}`, 'x'])));
+    const listed = JSON.parse((await rlock(['list', 'held:*', '--redis', url(), '--json'])).stdout);
+    expect(
+      listed.map((item: { name: string; kinds: string[]; holders: number }) => [
+        item.name,
+        item.kinds,
+        item.holders,
+      ]),
+    ).toEqual([
+      ['held:explicit', ['lock'], 1],
+      ['held:readers', ['read-write lock'], 40],
+      ['held:redisson', ['lock'], 1],
+    ]);
+    await client.close();
+  });
+
   test('force-unlock asks first, deletes with --yes and wakes a waiter in another process', async () => {
     const client = redis.client();
     const lock = client.getLock('stuck');

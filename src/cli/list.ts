@@ -1,4 +1,4 @@
-import { isHoldMark, prefixName, REQUEST_LATCH_KEY_START } from '../keys';
+import { isHoldMark, prefixName, REQUEST_LATCH_KEY_START, RW_MODE_FIELD } from '../keys';
 import type { Connection } from './connect';
 import { isCluster } from './state';
 
@@ -166,19 +166,19 @@ export async function list(
 async function describeKey(redis: Connection, key: string, entry: (name: string) => Listed): Promise<void> {
   const type = await redis.type(key);
   if (type === 'hash') {
-    // A lock hash is small: its owners, marks, and a read-write lock's mode.
-    if ((await redis.hlen(key)) > 64) return;
-    const fields = await redis.hgetall(key);
-    const owners = Object.entries(fields).filter(
-      ([field, value]) =>
-        field !== 'mode' && !isHoldMark(field) && /:\d+(:write)?$/.test(field) && /^\d+$/.test(value),
-    );
+    const fields = await lockHashFields(redis, key);
+    if (fields === undefined) return;
+    const owners = Object.keys(fields).filter((field) => field !== RW_MODE_FIELD && !isHoldMark(field));
+    // Some sign that rlock or Redisson wrote it: a generated owner id (`<id>:<n>`), a hold's mark
+    // (rlock marks every hold it takes, an explicit owner id's too), or a read-write lock's mode.
     const lockLike =
       owners.length > 0 &&
-      owners.length + (fields.mode ? 1 : 0) === Object.keys(fields).filter((f) => !isHoldMark(f)).length;
+      (fields[RW_MODE_FIELD] !== undefined ||
+        Object.keys(fields).some(isHoldMark) ||
+        owners.some((owner) => /:\d+(:write)?$/.test(owner)));
     if (!lockLike) return;
     const listed = entry(key);
-    listed.kinds.push(fields.mode ? 'read-write lock' : 'lock');
+    listed.kinds.push(fields[RW_MODE_FIELD] ? 'read-write lock' : 'lock');
     listed.holders = owners.length;
     listed.ttlMs = await redis.pttl(key);
   } else if (type === 'string') {
@@ -189,6 +189,31 @@ async function describeKey(redis: Connection, key: string, entry: (name: string)
     listed.value = Number(value);
     listed.ttlMs = await redis.pttl(key);
   }
+}
+
+/**
+ * The fields of a hash that may be a lock, read page by page; undefined at the first field a lock
+ * hash cannot have (only owners with a hold count, hold marks and a read-write lock's mode), so a
+ * large hash of something else costs a page, while a lock with many holders is read whole.
+ */
+async function lockHashFields(redis: Connection, key: string): Promise<Record<string, string> | undefined> {
+  const fields: Record<string, string> = {};
+  let cursor = '0';
+  do {
+    const [next, page] = await redis.hscan(key, cursor, 'COUNT', 256);
+    for (let i = 0; i + 1 < page.length; i += 2) {
+      const field = page[i] as string;
+      const value = page[i + 1] as string;
+      const fits =
+        field === RW_MODE_FIELD
+          ? value === 'read' || value === 'write'
+          : isHoldMark(field) || /^[1-9]\d*$/.test(value);
+      if (!fits) return undefined;
+      fields[field] = value;
+    }
+    cursor = next;
+  } while (cursor !== '0');
+  return fields;
 }
 
 /** Redis' glob (`*`, `?`, `[…]`, `\\` escapes) as a test on names. */
