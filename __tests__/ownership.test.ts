@@ -166,6 +166,7 @@ describe('explicit owners', () => {
     expect(() => client.runInTask(() => 1, { ownerId: 'a\nb' })).toThrow(/control characters/);
     expect(() => client.runInTask(() => 1, { ownerId: 'x'.repeat(600) })).toThrow(RangeError);
     expect(() => client.runInTask(() => 1, { ownerId: 'rlock_mark:a:1' })).toThrow(/mark holds/);
+    expect(() => client.runInTask(() => 1, { ownerId: 'mode' })).toThrow(/must not be "mode"/);
     expect(() => client.runInTask(() => 1, { owner: 'x' } as never)).toThrow(/no option "owner"/);
     expect(await client.runInTask(() => 'fine', { ownerId: 'orders:job-1' })).toBe('fine');
   });

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { isHoldMark } from './keys';
+import { isHoldMark, RW_MODE_FIELD } from './keys';
 
 /**
  * Who is asking for a lock: the Node counterpart of Redisson's thread.
@@ -147,10 +147,12 @@ export function checkOwnerId(value: unknown): string {
       { code: 'ERR_OUT_OF_RANGE' },
     );
   }
-  if (isHoldMark(value)) {
+  // Fields of a lock hash that are not owners: an owner so named would be misread.
+  if (isHoldMark(value) || value === RW_MODE_FIELD) {
     throw Object.assign(
       new RangeError(
-        'ownerId must not start with "rlock_mark:": fields named so mark holds in the lock hash',
+        `ownerId must not be "${RW_MODE_FIELD}" nor start with "rlock_mark:": a read-write lock's hash ` +
+          'names its mode so, and every lock hash the fields that mark holds',
       ),
       { code: 'ERR_OUT_OF_RANGE' },
     );
