@@ -38,8 +38,33 @@ async function queueUp(
   return { done };
 }
 
+/**
+ * Two waits of one owner (one handle, outside a task) on a held lock: `aborted` ends when
+ * `controller` aborts, `kept` waits on.
+ */
+function twoWaitsOfOneOwner(lock: RLock): {
+  controller: AbortController;
+  aborted: Promise<void>;
+  kept: Promise<void>;
+} {
+  const controller = new AbortController();
+  const aborted = lock.lock({ signal: controller.signal });
+  aborted.catch(() => undefined);
+  return { controller, aborted, kept: lock.lock() };
+}
+
 describe('fair lock', () => {
   const redis = useRedis();
+
+  /** Lock `name` held by one client (`first`), and another client's handle on it, its lockLost events kept. */
+  async function heldByAnother(name: string): Promise<{ first: RLock; lock: RLock; lost: LockLostEvent[] }> {
+    const first = redis.client().getFairLock(name);
+    await first.lock();
+    const client = redis.client();
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    return { first, lock: client.getFairLock(name), lost };
+  }
 
   test('has the reentrant lock API and ownership', async () => {
     const client = redis.client();
@@ -378,15 +403,9 @@ describe('fair lock', () => {
 
   test('waits of one owner share one hand-off: the second is a re-entry, not a second claim', async () => {
     const admin = redis.admin();
-    const holder = redis.client();
-    const client = redis.client();
-    const lost: LockLostEvent[] = [];
-    client.on('lockLost', (event) => lost.push(event));
     const name = 'fair-one-owner-two-waits';
-    const first = holder.getFairLock(name);
-    await first.lock();
+    const { first, lock, lost } = await heldByAnother(name);
     // One handle outside a task: one owner, whose two lock() calls wait together.
-    const lock = client.getFairLock(name);
     const both = Promise.all([lock.lock(), lock.lock()]);
     await eventually('queued', async () => (await admin.llen(queueKey(name))) === 1);
     await sleep(100);
@@ -404,18 +423,9 @@ describe('fair lock', () => {
 
   test('a wait of one owner aborted as the lock is handed over leaves the hand-off to its sibling', async () => {
     const admin = redis.admin();
-    const holder = redis.client();
-    const client = redis.client();
-    const lost: LockLostEvent[] = [];
-    client.on('lockLost', (event) => lost.push(event));
     const name = 'fair-sibling-abort-at-handoff';
-    const first = holder.getFairLock(name);
-    await first.lock();
-    const lock = client.getFairLock(name);
-    const controller = new AbortController();
-    const aborted = lock.lock({ signal: controller.signal });
-    aborted.catch(() => undefined);
-    const kept = lock.lock();
+    const { first, lock, lost } = await heldByAnother(name);
+    const { controller, aborted, kept } = twoWaitsOfOneOwner(lock);
     await eventually('queued', async () => (await admin.llen(queueKey(name))) === 1);
     await sleep(100);
     // The give-up of the aborted wait reaches Redis just after the release that granted its owner.
@@ -435,16 +445,9 @@ describe('fair lock', () => {
 
   test('a wait of one owner that gives up leaves the owner its place while another wait remains', async () => {
     const admin = redis.admin();
-    const holder = redis.client();
-    const client = redis.client();
     const name = 'fair-sibling-abort-keeps-place';
-    const first = holder.getFairLock(name);
-    await first.lock();
-    const lock = client.getFairLock(name);
-    const controller = new AbortController();
-    const aborted = lock.lock({ signal: controller.signal });
-    aborted.catch(() => undefined);
-    const kept = lock.lock();
+    const { first, lock } = await heldByAnother(name);
+    const { controller, aborted, kept } = twoWaitsOfOneOwner(lock);
     await eventually('owner queued', async () => (await admin.llen(queueKey(name))) === 1);
     let behindGot = false;
     await queueUp(admin, redis.client(), name, async (behind) => {
