@@ -5,7 +5,7 @@
  * instructions is worth reading from it.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -31,6 +31,7 @@ export function instructionCounter(): InstructionCounter {
     throw new Error('valgrind was not found on PATH (Debian/Ubuntu: apt-get install -y valgrind)');
   }
   const dir = mkdtempSync(join(tmpdir(), 'rlock-callgrind-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   let dumps = 0;
   return {
     // Instrumentation starts off, so the server starts and warms up at nearly full speed.

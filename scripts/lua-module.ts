@@ -1,7 +1,8 @@
 /**
  * Builds src/lua.generated.ts: the text of every script in lua/, with its `--@include` lines
- * resolved and the included helpers it does not call left out, as a TypeScript module. lua/ stays the source; the module puts the scripts inside the
- * JavaScript, so a bundle of an app (esbuild, ncc, a Lambda zip) needs no files beside it.
+ * resolved and the included helpers it does not call left out, as a TypeScript module. lua/ stays
+ * the source; the module puts the scripts inside the JavaScript, so a bundle of an app (esbuild,
+ * ncc, a Lambda zip) needs no files beside it.
  *
  * `npm run build:lua` writes it; build, typecheck, the demo, the benchmarks and every Jest run do
  * so first. It is not committed.
