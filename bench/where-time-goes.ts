@@ -10,8 +10,9 @@
  *
  * `--instructions` runs the server under valgrind and counts, instead of times, what each call
  * costs Redis: the instructions it executes per call, alone and above a PING's (the reading,
- * parsing and answering every command pays). Counts repeat to the instruction on any machine, so
- * they settle what times on a shared machine leave to the noise. One round; the times are not shown.
+ * parsing and answering every command pays). Counts repeat within half a percent on any machine,
+ * so they settle what times on a shared machine leave to the noise. One round; the times are not
+ * shown.
  */
 import { resolve } from 'node:path';
 import type Redis from 'ioredis';
@@ -111,6 +112,9 @@ async function round(): Promise<Step[]> {
   const redis = server.connect();
   if (counter) await admin.call('DEBUG', 'SET-ACTIVE-EXPIRE', '0');
   const steps: Step[] = [];
+  const measured = async (step: string, call: (i: number) => Promise<unknown>): Promise<void> => {
+    steps.push(await measure(server, admin, step, call));
+  };
   try {
     // Warm both paths up (script loading, JIT) before anything is counted.
     const client = new rlock.LockClient(redis, { watchdogTimeout: 30_000 });
@@ -121,14 +125,8 @@ async function round(): Promise<Step[]> {
         await lock.unlock();
       }
       const locks = Array.from({ length: CALLS }, (_, i) => client[kind](`${kind}:${i}`));
-      steps.push(
-        await measure(server, admin, `${kind} lock()`, (i) => (locks[i] as { lock(): Promise<void> }).lock()),
-      );
-      steps.push(
-        await measure(server, admin, `${kind} unlock()`, (i) =>
-          (locks[i] as { unlock(): Promise<void> }).unlock(),
-        ),
-      );
+      await measured(`${kind} lock()`, (i) => (locks[i] as { lock(): Promise<void> }).lock());
+      await measured(`${kind} unlock()`, (i) => (locks[i] as { unlock(): Promise<void> }).unlock());
     }
     await client.close();
 
@@ -139,14 +137,8 @@ async function round(): Promise<Step[]> {
       await redis.set(`warm:set:${i}`, 't', 'PX', 30_000, 'NX');
       await redis.evalsha(sha, 1, `warm:set:${i}`, 't');
     }
-    steps.push(
-      await measure(server, admin, 'SET NX PX', (i) => redis.set(`set:${i}`, 't', 'PX', 30_000, 'NX')),
-    );
-    steps.push(
-      await measure(server, admin, 'compare-and-delete EVALSHA', (i) =>
-        redis.evalsha(sha, 1, `set:${i}`, 't'),
-      ),
-    );
+    await measured('SET NX PX', (i) => redis.set(`set:${i}`, 't', 'PX', 30_000, 'NX'));
+    await measured('compare-and-delete EVALSHA', (i) => redis.evalsha(sha, 1, `set:${i}`, 't'));
     // The least any script that takes and frees a lock in Redisson's layout does — a hash with an
     // expiry, deleted with an announcement — with no ownership check and no re-send marks: the
     // floor that layout sets, beside the string lock's SET NX PX.
@@ -170,28 +162,20 @@ async function round(): Promise<Step[]> {
       "redis.call('hmget', KEYS[1], ARGV[1], KEYS[3]) redis.call('del', KEYS[1]) redis.call('publish', KEYS[2], '0') return 1",
     )) as string;
     const empty = (await redis.script('LOAD', 'return 1')) as string;
-    steps.push(
-      await measure(server, admin, 'layout floor: HSET + PEXPIRE script', (i) =>
-        redis.evalsha(floorTake, 1, `floor:${i}`, 'owner:1', 30_000),
-      ),
+    await measured('layout floor: HSET + PEXPIRE script', (i) =>
+      redis.evalsha(floorTake, 1, `floor:${i}`, 'owner:1', 30_000),
     );
-    steps.push(
-      await measure(server, admin, 'layout floor: DEL + PUBLISH script', (i) =>
-        redis.evalsha(floorFree, 2, `floor:${i}`, 'floor-channel'),
-      ),
+    await measured('layout floor: DEL + PUBLISH script', (i) =>
+      redis.evalsha(floorFree, 2, `floor:${i}`, 'floor-channel'),
     );
-    steps.push(
-      await measure(server, admin, 'floor + checks: EXISTS, HSET + PEXPIRE script', (i) =>
-        redis.evalsha(checkedTake, 2, `checked:${i}`, `checked-mark:${i}`, 'owner:1', 30_000),
-      ),
+    await measured('floor + checks: EXISTS, HSET + PEXPIRE script', (i) =>
+      redis.evalsha(checkedTake, 2, `checked:${i}`, `checked-mark:${i}`, 'owner:1', 30_000),
     );
-    steps.push(
-      await measure(server, admin, 'floor + checks: HMGET, DEL + PUBLISH script', (i) =>
-        redis.evalsha(checkedFree, 3, `checked:${i}`, 'checked-channel', `checked-mark:${i}`, 'owner:1'),
-      ),
+    await measured('floor + checks: HMGET, DEL + PUBLISH script', (i) =>
+      redis.evalsha(checkedFree, 3, `checked:${i}`, 'checked-channel', `checked-mark:${i}`, 'owner:1'),
     );
-    steps.push(await measure(server, admin, 'empty script', () => redis.evalsha(empty, 0)));
-    steps.push(await measure(server, admin, 'PING (round trip)', () => redis.ping()));
+    await measured('empty script', () => redis.evalsha(empty, 0));
+    await measured('PING (round trip)', () => redis.ping());
     await requireNoReplication(admin);
   } finally {
     await server.stop();
@@ -199,7 +183,7 @@ async function round(): Promise<Step[]> {
   return steps;
 }
 
-// Counted instructions repeat exactly: one round of them is enough.
+// Counted instructions repeat within half a percent: one round of them is enough.
 const ROUNDS = counter ? 1 : 3;
 
 const median = (values: number[]): number =>
