@@ -34,6 +34,26 @@ const PORTABLE = [
   'ioredis-options',
 ].map((file) => `<rootDir>/__tests__/${file}.test.ts`);
 
+/**
+ * The test files rerun on ioredis 6 (the other major of the peer range): locks, the fair lock,
+ * waiting, the watchdog, synchronizers, the ioredis options services set, and the faults of a
+ * killed, restarted and paused (SIGSTOP) server and of killed connections. The rest runs on
+ * ioredis 5 only, to keep the whole run short (faults/budgets.test.ts alone takes 100 s).
+ */
+const ON_IOREDIS_6 = [
+  '__tests__/ioredis-major.test.ts',
+  '__tests__/lock.test.ts',
+  '__tests__/fair-lock.test.ts',
+  '__tests__/waiting.test.ts',
+  '__tests__/watchdog.test.ts',
+  '__tests__/semaphore.test.ts',
+  '__tests__/count-down-latch.test.ts',
+  '__tests__/ioredis-options.test.ts',
+  '__tests__/faults/server.test.ts',
+  '__tests__/faults/connections.test.ts',
+  '__tests__/faults/synchronizer-budgets.test.ts',
+].map((file) => `<rootDir>/${file}`);
+
 const config: Config = {
   projects: [
     {
@@ -47,6 +67,15 @@ const config: Config = {
       // The same files on a 3-master Redis Cluster, plus what only a cluster has.
       testMatch: [...PORTABLE, '<rootDir>/__tests__/cluster/*.test.ts'],
       setupFiles: ['<rootDir>/__tests__/helpers/cluster-deployment.ts'],
+    },
+    {
+      ...common,
+      displayName: 'ioredis-6',
+      testMatch: ON_IOREDIS_6,
+      // Every `import ... from 'ioredis'`, the library's and the tests', loads ioredis 6 (installed
+      // as the devDependency alias ioredis-6); worker processes are told the same (helpers/workers.ts).
+      moduleNameMapper: { ...common.moduleNameMapper, '^ioredis$': 'ioredis-6' },
+      setupFiles: ['<rootDir>/__tests__/helpers/ioredis-6-deployment.ts'],
     },
   ],
   // Builds src/lua.generated.ts from lua/, so that a run of one file tests the scripts as they are.

@@ -19,7 +19,9 @@ async function main() {
   const acquired = await lock.tryLock();
   const holdCount = await lock.getHoldCount();
   await lock.unlock();
-  console.log(JSON.stringify({ acquired, holdCount, lockedAfterUnlock: await lock.isLocked() }));
+  // An app logs what went wrong by its name: a minifier must not turn it into another.
+  const errorName = await lock.unlock().then(() => 'none', (error) => error.name);
+  console.log(JSON.stringify({ acquired, holdCount, lockedAfterUnlock: await lock.isLocked(), errorName }));
   await client.close();
   redis.disconnect();
 }
@@ -50,14 +52,22 @@ test.each([
     build: 'index.mjs',
     file: 'app.ts',
     imports: "import { Redis } from 'ioredis';\nimport { LockClient } from 'rlock';",
+    minify: false,
   },
   {
     build: 'index.cjs',
     file: 'app.cts',
     imports: "const { Redis } = require('ioredis');\nconst { LockClient } = require('rlock');",
+    minify: false,
+  },
+  {
+    build: 'index.mjs',
+    file: 'app.ts',
+    imports: "import { Redis } from 'ioredis';\nimport { LockClient } from 'rlock';",
+    minify: true,
   },
 ])(
-  'an esbuild bundle of an app using dist/$build takes and releases a lock from any folder',
+  'an esbuild bundle (minified: $minify) of an app using dist/$build takes and releases a lock from any folder',
   async (app) => {
     writeFileSync(join(project.dir, app.file), `${app.imports}\n${APP}`);
     const outfile = join(project.dir, `${app.file}.bundle.cjs`);
@@ -68,6 +78,7 @@ test.each([
       format: 'cjs',
       target: 'node20',
       outfile,
+      minify: app.minify,
       metafile: true,
       logLevel: 'silent',
     });
@@ -75,14 +86,19 @@ test.each([
     expect(bundled).toContain(resolve(__dirname, '..', 'dist', app.build));
 
     // Alone in a folder of its own: no node_modules, no lua/ beside it.
-    const bundle = join(runDir, `${app.build}.cjs`);
+    const bundle = join(runDir, `${app.build}${app.minify ? '.min' : ''}.cjs`);
     copyFileSync(outfile, bundle);
     const { stdout } = await promisify(execFile)(process.execPath, [bundle], {
       cwd: runDir,
       env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${server.port}` },
       timeout: 20_000,
     });
-    expect(JSON.parse(stdout)).toEqual({ acquired: true, holdCount: 1, lockedAfterUnlock: false });
+    expect(JSON.parse(stdout)).toEqual({
+      acquired: true,
+      holdCount: 1,
+      lockedAfterUnlock: false,
+      errorName: 'LockNotHeldError',
+    });
     const redis = server.connect();
     expect(await redis.exists('bundled:order')).toBe(0);
   },

@@ -1,14 +1,17 @@
 import { execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { getEventListeners } from 'node:events';
 import { ClientClosedError, LockClient } from '../src';
+import { watch } from '../src/cli/watch';
 import { startCluster, type RedisClusterServers } from './helpers/redis-cluster';
 import { freePort } from './helpers/redis-server';
 import { MASTER_NAME, startSentinelDeployment, type SentinelDeployment } from './helpers/redis-sentinel';
 import { useRedis } from './helpers/setup';
-import { eventually, sleep } from './helpers/wait';
+import { eventually, sleep, timed } from './helpers/wait';
 import { startWorker } from './helpers/workers';
+import { WITHOUT_PUBSUB } from './helpers/without-pubsub';
 
 /** The built command, run as a user runs it (npm test builds dist/ first). */
 const COMMAND = resolve(__dirname, '..', 'dist', 'cli.cjs');
@@ -33,6 +36,36 @@ function rlock(args: string[], env: Record<string, string> = {}): Promise<Outcom
   });
 }
 
+/** `rlock watch` as a child process: its stdout lines and stderr as they come, and Ctrl-C. */
+function startWatch(args: string[]): {
+  lines: string[];
+  stderr: () => string;
+  interrupt: () => Promise<number | null>;
+} {
+  const child = spawn(process.execPath, [COMMAND, 'watch', ...args], {
+    env: { ...process.env, REDIS_URL: '' },
+  });
+  const lines: string[] = [];
+  let buffer = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    const complete = buffer.split('\n');
+    buffer = complete.pop() as string;
+    lines.push(...complete);
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((done) => child.once('exit', done));
+  return {
+    lines,
+    stderr: () => stderr,
+    interrupt: () => {
+      child.kill('SIGINT');
+      return exited;
+    },
+  };
+}
+
 beforeAll(() => {
   if (!existsSync(COMMAND))
     throw new Error('dist/cli.cjs is missing: run `npm run build` (npm test does it first)');
@@ -53,7 +86,11 @@ describe('rlock command line', () => {
     [['inspect', 'x', '--redis', 'http://localhost'], /invalid --redis URL "http:\/\/localhost"/],
     [['inspect', 'x', '--redis', 'redis://localhost:6379/x'], /"x" is not a database number/],
     [['inspect', 'x', '--redis', 'redis+sentinel://localhost:26379'], /expected redis\+sentinel:\/\//],
-    [['watch', 'x', '--interval', '0'], /--interval must be a whole number above 0/],
+    [['watch', 'x', '--interval', '0'], /--interval must be a whole number from 1 to 86400000/],
+    [['inspect', 'x', '--timeout', '0'], /--timeout must be a whole number from 1 to 86400000/],
+    // 2^31 ms and more would make Node's timers fire at once.
+    [['inspect', 'x', '--timeout', '2147483648'], /--timeout must be a whole number from 1 to 86400000/],
+    [['inspect', 'x', '--timeout', '1.5'], /--timeout must be a whole number/],
   ])('a wrong command line %j exits 2 with one line', async (args, message) => {
     const outcome = await rlock(args);
     expect(outcome.status).toBe(2);
@@ -137,8 +174,10 @@ describe('rlock command on a server', () => {
       expect(waiter.placeExpiresInMs).toBeGreaterThan(0);
       expect(waiter.placeExpiresInMs).toBeLessThanOrEqual(10_000);
       expect(waiter.client).toEqual(expect.objectContaining({ pid: process.pid, label: 'svc' }));
+      // Its hand-off goes to its client's own channel, where that client listens.
+      expect(waiter.hearsOn).toBe(`rlock_client__channel:{${client.id}}`);
     }
-    expect(state.listeners).toEqual({ 'rlock_fair__channel:{payout:7}': 1 });
+    expect(state.listeners).toEqual({ [`rlock_client__channel:{${client.id}}`]: 1 });
     await fair.unlock();
     await fair.unlock();
     expect(await Promise.all(waits)).toEqual([true, true]);
@@ -148,6 +187,25 @@ describe('rlock command on a server', () => {
     expect(fenced.fencingToken).toBe(token);
     const text = (await rlock(['inspect', 'leader', '--redis', url()])).stdout;
     expect(text).toContain(`token      ${token}`);
+  });
+
+  test('inspect shows a pending hand-off and the fair waiters passed over', async () => {
+    const admin = redis.admin();
+    const now = Number((await admin.time())[0]) * 1000;
+    await admin.rpush('rlock_fair_queue:{turns}', 'gone:1', 'next:1');
+    await admin.zadd('rlock_fair_deadlines:{turns}', now + 9_000, 'gone:1', now + 9_000, 'next:1');
+    await admin.hset('turns', 'next:1', '1');
+    await admin.pexpire('turns', 1_000);
+    await admin.hset('rlock_fair_handoff:{turns}', '', 'next:1', 'gone:1', 's');
+    const state = JSON.parse((await rlock(['inspect', 'turns', '--redis', url(), '--json'])).stdout);
+    expect(state.handoffTo).toBe('next:1');
+    expect(state.queue).toEqual([
+      expect.objectContaining({ ownerId: 'gone:1', passedOver: true }),
+      expect.not.objectContaining({ passedOver: true }),
+    ]);
+    const text = (await rlock(['inspect', 'turns', '--redis', url()])).stdout;
+    expect(text).toMatch(/1\. gone:1 .*passed over \(its hand-off ran out unconfirmed\)/);
+    expect(text).toContain('to next:1, not confirmed yet');
   });
 
   test('inspect of a free name, a counter and a key that is not a lock', async () => {
@@ -363,24 +421,8 @@ describe('rlock command on a server', () => {
     const client = redis.client();
     const lock = client.getLock('watched');
     await lock.lock();
-    const child = spawn(process.execPath, [
-      COMMAND,
-      'watch',
-      'watched',
-      '--redis',
-      url(),
-      '--json',
-      '--interval',
-      '5000',
-    ]);
-    const lines: string[] = [];
-    let buffer = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const complete = buffer.split('\n');
-      buffer = complete.pop() as string;
-      lines.push(...complete);
-    });
+    const watching = startWatch(['watched', '--redis', url(), '--json', '--interval', '5000']);
+    const { lines } = watching;
     await eventually('first view', async () => lines.length === 1);
     expect(JSON.parse(lines[0] as string).holders).toHaveLength(1);
     // Its own subscription is not a client waiting for the lock.
@@ -391,33 +433,234 @@ describe('rlock command on a server', () => {
     // The release message woke it, not the 5 s interval.
     expect(performance.now() - releasedAt).toBeLessThan(2_000);
     expect(JSON.parse(lines[1] as string).holders).toHaveLength(0);
-    const exited = new Promise<number | null>((done) => child.once('exit', done));
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
+    expect(await watching.interrupt()).toBe(0);
+  });
+
+  test('watch shows 30 changes and more without adding a listener per redraw', async () => {
+    const client = redis.client();
+    const lock = client.getLock('busy');
+    const watching = startWatch(['busy', '--redis', url(), '--json', '--interval', '20']);
+    await eventually('first view', async () => watching.lines.length === 1);
+    for (let change = 0; change < 30; change += 1) {
+      const seen = watching.lines.length;
+      if (change % 2 === 0) await lock.lock();
+      else await lock.unlock();
+      // A watch that stops printing says why: what it printed last goes with the failure.
+      await eventually(`view ${change + 2}`, async () => watching.lines.length > seen).catch(
+        (error: Error) => {
+          const last = watching.lines.slice(-3).join('\n');
+          throw new Error(`${error.message}; it printed last:\n${last}\nstderr: ${watching.stderr()}`);
+        },
+      );
+    }
+    expect(watching.lines.length).toBeGreaterThanOrEqual(31);
+    expect(await watching.interrupt()).toBe(0);
+    // Node warns from the eleventh listener on one AbortSignal.
+    expect(watching.stderr()).not.toMatch(/MaxListenersExceededWarning/);
+    expect(watching.stderr()).toBe('');
+  });
+
+  test('watch keeps one listener on its stop signal however many times it looks', async () => {
+    const stop = new AbortController();
+    let looks = 0;
+    let listenersAt30 = -1;
+    // Connected and lazy, as the command's own connection is (its subscriber is a duplicate).
+    const connection = redis.server().connect({ lazyConnect: true });
+    await connection.connect();
+    const watching = watch(connection, 'looked-at', '', {
+      json: false,
+      intervalMs: 5,
+      timeoutMs: 1_000,
+      stop: stop.signal,
+      reconnect: () => Promise.reject(new Error('not needed')),
+      write: () => {
+        looks += 1;
+        if (looks === 30) {
+          listenersAt30 = getEventListeners(stop.signal, 'abort').length;
+          stop.abort();
+        }
+      },
+    });
+    await watching;
+    expect(looks).toBe(30);
+    expect(listenersAt30).toBe(1);
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+  });
+
+  test('watch rides out a Redis restart: it says so, then shows the lock taken after it', async () => {
+    await redis.client().getLock('restarted').lock();
+    const watching = startWatch(['restarted', '--redis', url(), '--json', '--interval', '200']);
+    const { lines } = watching;
+    const events = (): Array<Record<string, unknown>> => lines.map((line) => JSON.parse(line));
+    await eventually('first view', async () => lines.length === 1);
+    expect(events()[0]).toMatchObject({ kinds: ['lock'], holders: [expect.anything()] });
+    await redis.server().down();
+    await eventually('outage reported', async () => events().some((line) => line.event === 'unreachable'));
+    expect(events()[1]).toMatchObject({
+      event: 'unreachable',
+      error: 'the connection closed',
+      retryInMs: 200,
+    });
+    // Still down for a while: it keeps trying, and says nothing more meanwhile.
+    await sleep(1_000);
+    expect(lines).toHaveLength(2);
+    await redis.server().up();
+    await eventually('back', async () => events().some((line) => line.event === 'reconnected'), 5_000);
+    // The restart lost the data (no persistence): the name is shown free, then taken again.
+    await eventually('the free name after the restart', async () => events().length === 4);
+    expect(events()[3]).toMatchObject({ kinds: [], holders: [] });
+    const holder = redis.client({ clientId: 'after-restart' });
+    await holder.getLock('restarted').lock();
+    await eventually('the new holder', async () => events().length === 5);
+    expect(events()[4]).toMatchObject({
+      kinds: ['lock'],
+      holders: [expect.objectContaining({ ownerId: expect.stringMatching(/^after-restart\//) })],
+    });
+    expect(await watching.interrupt()).toBe(0);
+    expect(watching.stderr()).toBe('');
+  });
+
+  test('every command gives up on a paused server within --timeout, exit 1 and one line', async () => {
+    await redis.client().getLock('paused').lock();
+    redis.server().freeze();
+    try {
+      const outcomes = await Promise.all(
+        [
+          ['inspect', 'paused'],
+          ['list'],
+          ['watch', 'paused'],
+          ['force-unlock', 'paused', '--yes'],
+          ['doctor'],
+        ].map((args) => timed(rlock([...args, '--redis', url(), '--timeout', '1000']))),
+      );
+      for (const { ms, value } of outcomes) {
+        expect(value?.status).toBe(1);
+        expect(value?.stderr).toBe(
+          `rlock: Redis at ${url()} did not answer within 1 s (--timeout 1000): it may be paused, overloaded or out of reach\n`,
+        );
+        // One second of waiting, plus starting node on a busy machine.
+        expect(ms).toBeLessThan(3_500);
+      }
+      const json = await rlock(['inspect', 'paused', '--redis', url(), '--timeout', '500', '--json']);
+      expect(JSON.parse(json.stderr)).toEqual({
+        error: expect.stringMatching(/did not answer within 0\.5 s/),
+        exitCode: 1,
+      });
+    } finally {
+      redis.server().thaw();
+    }
+  });
+
+  test('the default --timeout is 5 s, and --help says so', async () => {
+    expect((await rlock(['--help'])).stdout).toMatch(/--timeout <ms> .*\n.*\(default 5000\)/);
+    redis.server().freeze();
+    try {
+      const { ms, value } = await timed(rlock(['inspect', 'x', '--redis', url()]));
+      expect(value?.status).toBe(1);
+      expect(value?.stderr).toMatch(/did not answer within 5 s/);
+      expect(ms).toBeGreaterThanOrEqual(5_000);
+      expect(ms).toBeLessThan(7_500);
+    } finally {
+      redis.server().thaw();
+    }
+  });
+});
+
+describe("rlock on a server without pub/sub (the spin lock's deployments)", () => {
+  const redis = useRedis(WITHOUT_PUBSUB);
+  const url = (): string => `redis://127.0.0.1:${redis.port()}`;
+
+  test('doctor warns that no lock kind but the spin lock can wait there', async () => {
+    const report = JSON.parse((await rlock(['doctor', '--redis', url(), '--json'])).stdout);
+    const pubSub = report.findings.find((finding: { topic: string }) => finding.topic === 'pub/sub');
+    expect(pubSub).toEqual({
+      level: 'warn',
+      topic: 'pub/sub',
+      text: expect.stringMatching(/^none: PUBLISH and SUBSCRIBE not available .*use getSpinLock/),
+    });
+  });
+
+  test('inspect and watch show a spin lock with nobody listening', async () => {
+    const client = redis.client();
+    await client.getSpinLock('spun').lock();
+    const inspected = await rlock(['inspect', 'spun', '--redis', url(), '--json']);
+    expect(inspected.stderr).toBe('');
+    expect(JSON.parse(inspected.stdout)).toMatchObject({ holders: [expect.anything()], listeners: {} });
+    const watching = startWatch(['spun', '--redis', url(), '--json', '--interval', '50']);
+    await eventually('first view', async () => watching.lines.length === 1);
+    expect(JSON.parse(watching.lines[0] as string).holders).toHaveLength(1);
+    expect(await watching.interrupt()).toBe(0);
+    expect(watching.stderr()).toBe('');
   });
 });
 
 describe('rlock doctor', () => {
-  const redis = useRedis(['--maxmemory', '100mb', '--maxmemory-policy', 'volatile-lru']);
+  // Turning AOF on writes its files under the server's dir: a folder of this file's own.
+  const aofDir = `appendonly-doctor-${process.pid}`;
+  const redis = useRedis([
+    '--maxmemory',
+    '100mb',
+    '--maxmemory-policy',
+    'volatile-lru',
+    '--appenddirname',
+    aofDir,
+  ]);
+  const doctorFindings = async (): Promise<Record<string, { level: string; text: string }>> => {
+    const report = JSON.parse(
+      (await rlock(['doctor', '--redis', `redis://127.0.0.1:${redis.port()}`, '--json'])).stdout,
+    );
+    return Object.fromEntries(report.findings.map((f: { topic: string }) => [f.topic, f]));
+  };
 
   test('warns about an eviction policy that can drop held locks, and reports the rest', async () => {
     const url = `redis://127.0.0.1:${redis.port()}`;
-    const report = JSON.parse((await rlock(['doctor', '--redis', url, '--json'])).stdout);
-    const byTopic = Object.fromEntries(report.findings.map((f: { topic: string }) => [f.topic, f]));
+    const byTopic = await doctorFindings();
     expect(byTopic.eviction).toEqual(
       expect.objectContaining({
         level: 'warn',
         text: expect.stringMatching(/volatile-lru evicts keys with a ttl/),
       }),
     );
-    expect(byTopic.version.text).toMatch(/^Redis \d+\.\d+/);
-    expect(byTopic['pub/sub'].text).toMatch(/^classic/);
-    expect(byTopic['round trip'].text).toMatch(/^PING p50 [\d.]+ ms/);
+    expect(byTopic.version?.text).toMatch(/^Redis \d+\.\d+/);
+    expect(byTopic['pub/sub']?.text).toMatch(/^classic/);
+    expect(byTopic['round trip']?.text).toMatch(/^PING p50 [\d.]+ ms/);
 
     await redis.admin().config('SET', 'maxmemory-policy', 'noeviction');
     const text = await rlock(['doctor', '--redis', url]);
     expect(text.status).toBe(0);
-    expect(text.stdout).toMatch(/^ok {4}eviction {3}maxmemory-policy noeviction/m);
+    expect(text.stdout).toMatch(/^ok {4}eviction {4}maxmemory-policy noeviction/m);
+  });
+
+  test('warns when a restart would free every lock (no AOF), and not with appendonly yes', async () => {
+    const admin = redis.admin();
+    expect((await doctorFindings()).persistence).toEqual({
+      level: 'warn',
+      topic: 'persistence',
+      text: expect.stringMatching(/^off \(appendonly no, no RDB snapshots\): a restart frees every lock/),
+    });
+    await admin.config('SET', 'save', '3600 1');
+    expect((await doctorFindings()).persistence).toEqual(
+      expect.objectContaining({
+        level: 'warn',
+        text: expect.stringMatching(/^RDB snapshots only \(save 3600 1\)/),
+      }),
+    );
+    const [, dir] = (await admin.config('GET', 'dir')) as string[];
+    try {
+      await admin.config('SET', 'appendonly', 'yes');
+      expect((await doctorFindings()).persistence).toEqual(
+        expect.objectContaining({
+          level: 'ok',
+          text: expect.stringMatching(/^appendonly yes \(appendfsync everysec\): a restart keeps the locks/),
+        }),
+      );
+      const text = (await rlock(['doctor', '--redis', `redis://127.0.0.1:${redis.port()}`])).stdout;
+      expect(text).toMatch(/^ok {4}persistence {1}appendonly yes/m);
+    } finally {
+      await admin.config('SET', 'appendonly', 'no');
+      await admin.config('SET', 'save', '');
+      rmSync(join(dir as string, aofDir), { recursive: true, force: true });
+    }
   });
 });
 

@@ -60,11 +60,111 @@ describe('bad input', () => {
     expect(await redis.admin().dbsize()).toBe(0);
   });
 
+  test('tryLock(options, leaseTime), lock(lease, more) and tryAcquire(options, waitTime) are refused: the time belongs inside the options', async () => {
+    const client = redis.client();
+    const group = client.getMultiLock(client.getLock('two-forms-a'), client.getLock('two-forms-b'));
+    const refusals: Array<[() => Promise<unknown>, RegExp]> = [client.getLock('two-forms'), group].flatMap(
+      (lock): Array<[() => Promise<unknown>, RegExp]> => [
+        // lock() has no wait time: a second argument is refused, never ignored.
+        [
+          () => lockWith(lock, { leaseTime: 3_000 }, 5_000),
+          /^lock\(\) takes one argument.*got a second argument 5000/,
+        ],
+        [() => lockWith(lock, 3_000, 5_000), /^lock\(\) takes one argument/],
+        [() => lock.tryLock({ waitTime: 100 } as never, 5_000), /^leaseTime .*inside the options object/],
+        [() => lock.tryLock(undefined as never, 5_000), /^waitTime must be given beside a leaseTime/],
+        [() => lock.tryLock(undefined as never, 'a' as never), /^waitTime must be given beside a leaseTime/],
+        [() => lock.tryLock(100, 'a' as never), /^leaseTime must be/],
+      ],
+    );
+    for (const [call, message] of refusals) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TypeError);
+      expect(error).toMatchObject({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringMatching(message) });
+    }
+    const semaphore = client.getSemaphore('two-forms-sem');
+    const error = await semaphore.tryAcquire({ permits: 1 } as never, 5_000).catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      code: 'ERR_INVALID_ARG_TYPE',
+      message: expect.stringMatching(/^waitTime belongs inside the options object/),
+    });
+    let running: Promise<unknown> | undefined;
+    expect(() => {
+      running = semaphore.withPermits(-1, () => 1);
+    }).not.toThrow();
+    await expect(running).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' });
+    expect(await redis.admin().dbsize()).toBe(0);
+  });
+
+  test('an options argument that is not a plain object is refused (a Date, a Map, an instance)', async () => {
+    const client = redis.client();
+    const lock = client.getLock('not-plain');
+    class Options {
+      waitTime = 100;
+    }
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ['lock(new Date())', () => lock.lock(new Date() as never)],
+      ['tryLock(new Map())', () => lock.tryLock(new Map() as never)],
+      ['tryLock(new Options())', () => lock.tryLock(new Options())],
+      ['withLock(fn, new Date())', () => lock.withLock(() => 1, new Date() as never)],
+      ['hold(new Date())', () => lock.hold(new Date() as never)],
+      ['MultiLock lock(new Date())', () => client.getMultiLock(lock).lock(new Date() as never)],
+      [
+        'semaphore tryAcquire(new Date())',
+        () => client.getSemaphore('not-plain-sem').tryAcquire(new Date() as never),
+      ],
+      [
+        'latch await(new Date())',
+        () => client.getCountDownLatch('not-plain-latch').await(new Date() as never),
+      ],
+      ['runInTask(fn, new Date())', () => client.runInTask(() => 1, new Date() as never)],
+    ];
+    for (const [label, call] of calls) {
+      const error = await call().catch((e: unknown) => e);
+      expect({ label, error }).toEqual({ label, error: expect.any(TypeError) });
+      expect((error as Error).message).toMatch(
+        /^options must be a plain options object .*; got an object \((Date|Map|Options)\)/,
+      );
+    }
+    expect(await redis.admin().dbsize()).toBe(0);
+  });
+
+  test('runInTask with a bad argument rejects, as withLock does, and never throws', async () => {
+    const client = redis.client();
+    let running: Promise<unknown> | undefined;
+    expect(() => {
+      running = client.runInTask(5 as never);
+    }).not.toThrow();
+    await expect(running).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARG_TYPE',
+      message: 'fn must be a function',
+    });
+    expect(() => {
+      running = client.runInTask(() => 1, { owner: 'x' } as never);
+    }).not.toThrow();
+    await expect(running).rejects.toThrow(/has no option "owner"/);
+    await client.close();
+    expect(() => {
+      running = client.runInTask(() => 1);
+    }).not.toThrow();
+    await expect(running).rejects.toMatchObject({ code: 'ERR_CLIENT_CLOSED' });
+  });
+
   test('LockClient options are checked', () => {
     const connection = redis.server().connect();
     expect(() => new LockClient(connection, { watchdogTimeout: 50 })).toThrow(/watchdogTimeout/);
     expect(() => new LockClient(connection, { watchdogTimeout: Number.NaN })).toThrow(/watchdogTimeout/);
     expect(() => new LockClient(connection, { watchdogBatchSize: 0 })).toThrow(/watchdogBatchSize/);
+    expect(() => new LockClient(connection, { fairLockHandoffTimeout: 50 })).toThrow(
+      /^fairLockHandoffTimeout must be/,
+    );
+    expect(() => new LockClient(connection, { fairLockHandoffTimeout: 1.5 })).toThrow(
+      /^fairLockHandoffTimeout must be/,
+    );
+    // Never longer than a place lives, unless asked: 1 s, or fairLockWaitTimeout when shorter.
+    expect(redis.client().fairLockHandoffTimeout).toBe(1_000);
+    expect(redis.client({ fairLockWaitTimeout: 600 }).fairLockHandoffTimeout).toBe(600);
+    expect(redis.client({ fairLockHandoffTimeout: 2_500 }).fairLockHandoffTimeout).toBe(2_500);
     expect(() => new LockClient(connection, { clientId: '' })).toThrow(/clientId/);
     // The value is echoed, as for the other options.
     expect(() => new LockClient(connection, { clientId: 'orders{eu}' })).toThrow(
@@ -307,3 +407,8 @@ describe('commands re-sent after a reconnect', () => {
     expect(await redis.admin().exists('resent-fair')).toBe(0);
   });
 });
+
+/** lock() called with a second argument, which its types do not allow. */
+function lockWith(lock: { lock(leaseTime?: number): Promise<void> }, ...args: unknown[]): Promise<void> {
+  return (lock.lock as (...given: unknown[]) => Promise<void>).apply(lock, args);
+}

@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { LockEvents } from '../src/events';
 import { useRedis } from './helpers/setup';
-import { sleep } from './helpers/wait';
+import { eventually, sleep } from './helpers/wait';
 import { startRedis, type RedisServer } from './helpers/redis-server';
 
 /** Every acquired / notAcquired / released event of a client, in order. */
@@ -120,6 +120,20 @@ describe('LockClient events', () => {
     expect(ofType(seen, 'acquired')).toHaveLength(0);
     // close() gave back what the holder had.
     expect(ofType(seen, 'released')).toMatchObject([{ name: 'ev-not', freed: true }]);
+  });
+
+  test("notAcquired's error is an Error even when the abort reason is not; the call keeps the reason", async () => {
+    const client = redis.client();
+    await client.getLock('ev-reason').lock();
+    const seen = record(client);
+    const controller = new AbortController();
+    const waiting = client.runInTask(() => client.getLock('ev-reason').lock({ signal: controller.signal }));
+    setTimeout(() => controller.abort('shutdown'), 50);
+    await expect(waiting).rejects.toBe('shutdown');
+    const [event] = ofType(seen, 'notAcquired') as NotAcquiredEvent[];
+    expect(event?.reason).toBe('aborted');
+    expect(event?.error).toBeInstanceOf(Error);
+    expect(event?.error).toMatchObject({ message: 'shutdown', cause: 'shutdown' });
   });
 
   test('withLock reports one acquisition and one release; a fenced lock reports its token', async () => {
@@ -275,5 +289,27 @@ describe('LockClient events of group locks', () => {
     expect(seen.map((entry) => entry.event)).toEqual(['notAcquired', 'acquired', 'released']);
     expect(ofType(seen, 'notAcquired')).toMatchObject([{ kind: 'multi', reason: 'timeout' }]);
     expect(ofType(seen, 'acquired')).toMatchObject([{ kind: 'multi', contended: true }]);
+  });
+
+  test('a close() during a group wait gives back the members it took without reporting them', async () => {
+    const [a] = clients as [LockClient];
+    const seen = record(a);
+    const admin = (servers[0] as RedisServer).connect();
+    const other = new LockClient((servers[0] as RedisServer).connect());
+    try {
+      await other.getLock('g-blocked').lock();
+      const multi = a.getMultiLock(a.getLock('g-blocked'), a.getLock('g-taken'));
+      const waiting = multi.lock().catch((error: unknown) => error);
+      // A round holds the free member while it waits for the other (up to 1.5 s a member).
+      await eventually('the free member taken', async () => (await admin.exists('g-taken')) === 1);
+      await a.close();
+      expect(await waiting).toBeInstanceOf(ClientClosedError);
+      expect(await admin.exists('g-taken')).toBe(0);
+      expect(seen.map((entry) => `${entry.event} ${(entry.payload as { name: string }).name}`)).toEqual([
+        'notAcquired MultiLock(g-blocked, g-taken)',
+      ]);
+    } finally {
+      await other.close();
+    }
   });
 });

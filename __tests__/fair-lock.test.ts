@@ -6,6 +6,8 @@ import { useRedis } from './helpers/setup';
 import { eventually, sleep } from './helpers/wait';
 import { startWorker } from './helpers/workers';
 import { UNCONFIRMED_POLL_MS } from '../src/pubsub';
+import { clientAddress, fairHandoffChannel, fairLockKeys } from '../src/keys';
+import { deployment } from './helpers/deployment';
 
 const queueKey = (name: string): string => `rlock_fair_queue:{${name}}`;
 const deadlinesKey = (name: string): string => `rlock_fair_deadlines:{${name}}`;
@@ -14,10 +16,33 @@ const deadlinesKey = (name: string): string => `rlock_fair_deadlines:{${name}}`;
  * Writes a waiter's place into the lock's queue, as another client's wait would have: its place
  * expires `expiresInMs` after the server's clock (negative: a dead waiter).
  */
-async function placeInQueue(admin: Redis, name: string, owner: string, expiresInMs: number): Promise<void> {
+/**
+ * Writes a place for `owner` into lock `name`'s queue, as its queueing attempt would, heard by the
+ * client `heardBy` (none: its hand-offs reach nobody).
+ */
+async function placeInQueue(
+  admin: Redis,
+  name: string,
+  owner: string,
+  expiresInMs: number,
+  heardBy?: LockClient,
+): Promise<void> {
   const serverMs = Number((await admin.time())[0]) * 1000;
   await admin.rpush(queueKey(name), owner);
   await admin.zadd(deadlinesKey(name), serverMs + expiresInMs, owner);
+  if (heardBy) {
+    const way = deployment === 'cluster' ? 'sharded' : 'classic';
+    await admin.hset(
+      `rlock_fair_channels:{${name}}`,
+      owner,
+      clientAddress(handoffChannelOf(heardBy, name), '', way),
+    );
+  }
+}
+
+/** Where `client` hears the hand-offs of fair lock `name` (see fairHandoffChannel). */
+function handoffChannelOf(client: LockClient, name: string): string {
+  return fairHandoffChannel(fairLockKeys(name), client.id, deployment === 'cluster');
 }
 
 /** Starts `lock()` in a new task and resolves once the task is queued in Redis. */
@@ -125,8 +150,35 @@ describe('fair lock', () => {
     await eventually('hand-off', () => heldAt > 0);
     expect(heldAt - releasedAt).toBeLessThan(500);
     await sleep(50);
-    // The release, the confirmation (in the background) and the waiter's own unlock.
-    expect(await redis.scriptCalls()).toBe(3);
+    // The release and the waiter's own unlock: a body that gives the lock back before its
+    // confirmation went out needs none.
+    expect(await redis.scriptCalls()).toBe(2);
+  });
+
+  test('a body that runs on is confirmed once it began: it keeps the lock past the hand-off timeout', async () => {
+    const client = redis.client({ fairLockHandoffTimeout: 300 });
+    const admin = redis.admin();
+    const holder = client.getFairLock('fair-confirmed');
+    await holder.lock();
+    const lost: string[] = [];
+    client.on('lockLost', (event) => lost.push(event.code));
+    let heldFor = -1;
+    const { done } = await queueUp(admin, client, 'fair-confirmed', async (lock) => {
+      const heldAt = performance.now();
+      // Re-entered before the confirmation goes out: its own hold, the hand-off still to confirm.
+      await lock.lock();
+      await sleep(900);
+      expect(await lock.getHoldCount()).toBe(2);
+      await lock.unlock();
+      await lock.unlock();
+      heldFor = performance.now() - heldAt;
+    });
+    await sleep(50);
+    await holder.unlock();
+    await done;
+    expect(heldFor).toBeGreaterThan(900);
+    expect(lost).toEqual([]);
+    expect(await admin.exists('fair-confirmed')).toBe(0);
   });
 
   test('a waiter that times out leaves no place behind', async () => {
@@ -218,7 +270,7 @@ describe('fair lock', () => {
     // waiters look again every UNCONFIRMED_POLL_MS: count only once it listens, and once the looks
     // of waiters whose last short sleep ended just then have reached Redis (on a busy machine they
     // trail the sleep by a few hundred ms).
-    const channel = 'rlock_fair__channel:{fair-watch}';
+    const channel = handoffChannelOf(client, 'fair-watch');
     await eventually('the hand-off channel subscribed', async () => {
       const counts = await redis.everyMaster(async (node) => {
         const [, classic] = (await node.pubsub('NUMSUB', channel)) as [string, number];
@@ -231,8 +283,8 @@ describe('fair lock', () => {
     let attempts = 0;
     const send = connection.sendCommand.bind(connection);
     connection.sendCommand = (command, ...rest) => {
-      // The acquire script is the one with six keys sent while nothing is released.
-      if ((command.name === 'evalsha' || command.name === 'eval') && Number(command.args[1]) === 6) {
+      // The acquire script is the one with eight keys sent while nothing is released.
+      if ((command.name === 'evalsha' || command.name === 'eval') && Number(command.args[1]) === 8) {
         attempts += 1;
       }
       return send(command, ...rest);
@@ -278,6 +330,23 @@ describe('fair lock', () => {
     await eventually('waiter holds', () => got, 1_000);
   });
 
+  test('a forced delete right after a hand-off, before it is confirmed, frees the lock for good', async () => {
+    const holder = redis.client();
+    const waiter = redis.client();
+    const held = holder.getFairLock('fair-force-handoff');
+    await held.lock();
+    const waiting = waiter.getFairLock('fair-force-handoff').tryLock(5_000, 5_000);
+    await sleep(100);
+    await held.unlock();
+    expect(await waiting).toBe(true);
+    // In the same turn as the wait's answer: its confirmation has not gone out yet.
+    const lost: LockLostEvent[] = [];
+    waiter.on('lockLost', (event) => lost.push(event));
+    expect(await waiter.getFairLock('fair-force-handoff').forceUnlock()).toBe(true);
+    expect(await holder.getLock('fair-force-handoff').tryLock(0, 5_000)).toBe(true);
+    expect(lost.map((event) => event.code)).toEqual(['force-unlocked']);
+  });
+
   test('a hand-off whose message was lost is found by the waiter after the reconnect', async () => {
     const holderClient = redis.client({ watchdogTimeout: 20_000 });
     const waiterClient = redis.client();
@@ -294,6 +363,69 @@ describe('fair lock', () => {
     await holder.unlock();
     await eventually('waiter holds', () => gotAt > 0, 5_000);
     expect(gotAt - releasedAt).toBeLessThan(2_000);
+  });
+
+  test('a hand-off nobody confirms comes back after fairLockHandoffTimeout; the waiter passed over keeps its place', async () => {
+    const admin = redis.admin();
+    const name = 'fair-passed-over';
+    const handoffTimeout = 500;
+    const holder = redis.client({ fairLockHandoffTimeout: handoffTimeout }).getFairLock(name);
+    await holder.lock();
+    // A waiter of another client, alive (its place is fresh) but deaf: it never confirms.
+    await placeInQueue(admin, name, 'deaf-client:1', 60_000);
+    const client = redis.client({ fairLockHandoffTimeout: handoffTimeout });
+    const order: string[] = [];
+    const next = await queueUp(admin, client, name, async (lock) => {
+      order.push('next');
+      await sleep(200);
+      await lock.unlock();
+    });
+    const releasedAt = performance.now();
+    await holder.unlock();
+    await eventually('the next waiter holds', () => order.length === 1, 5_000);
+    const after = performance.now() - releasedAt;
+    expect(after).toBeGreaterThanOrEqual(handoffTimeout - 5);
+    expect(after).toBeLessThan(handoffTimeout + 1_000);
+    // Passed over, not dropped: still first in the queue.
+    expect(await admin.lrange(queueKey(name), 0, -1)).toEqual(['deaf-client:1']);
+    expect(await admin.hgetall(`rlock_fair_handoff:{${name}}`)).toEqual({ 'deaf-client:1': 's' });
+    // Alive again (an attempt of its own), it is next, ahead of a waiter that queued after it.
+    const deaf = client.runInTask(
+      async () => {
+        const lock = client.getFairLock(name);
+        await lock.lock();
+        order.push('deaf');
+        await lock.unlock();
+      },
+      { ownerId: 'deaf-client:1' },
+    );
+    const last = await queueUp(admin, client, name, async (lock) => {
+      order.push('last');
+      await lock.unlock();
+    });
+    await Promise.all([next.done, deaf, last.done]);
+    expect(order).toEqual(['next', 'deaf', 'last']);
+  });
+
+  test("a hand-off to one of this client's owners that no longer waits is given back at once", async () => {
+    const admin = redis.admin();
+    const name = 'fair-unclaimed';
+    // Hand-offs that nobody confirms would wait 5 s: what comes sooner was given back.
+    const holder = redis.client({ fairLockHandoffTimeout: 5_000 }).getFairLock(name);
+    await holder.lock();
+    const client = redis.client({ fairLockHandoffTimeout: 5_000 });
+    // A place of this client's that its wait left behind (its leave never reached Redis).
+    await placeInQueue(admin, name, `${client.id}:999999`, 60_000, client);
+    let gotAt = 0;
+    const next = await queueUp(admin, client, name, async (lock) => {
+      gotAt = performance.now();
+      await lock.unlock();
+    });
+    const releasedAt = performance.now();
+    await holder.unlock();
+    await next.done;
+    expect(gotAt - releasedAt).toBeLessThan(1_000);
+    expect(await admin.llen(queueKey(name))).toBe(0);
   });
 
   test('watchdog and lockLost work as for getLock', async () => {

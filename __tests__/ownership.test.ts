@@ -162,12 +162,15 @@ describe('explicit owners', () => {
 
   test('ownerId is checked', async () => {
     const client = redis.client();
-    expect(() => client.runInTask(() => 1, { ownerId: '' })).toThrow(/^ownerId must be a non-empty string/);
-    expect(() => client.runInTask(() => 1, { ownerId: 'a\nb' })).toThrow(/control characters/);
-    expect(() => client.runInTask(() => 1, { ownerId: 'x'.repeat(600) })).toThrow(RangeError);
-    expect(() => client.runInTask(() => 1, { ownerId: 'rlock_mark:a:1' })).toThrow(/mark holds/);
-    expect(() => client.runInTask(() => 1, { ownerId: 'mode' })).toThrow(/must not be "mode"/);
-    expect(() => client.runInTask(() => 1, { owner: 'x' } as never)).toThrow(/no option "owner"/);
+    // Rejected, never thrown: runInTask answers bad input as withLock does.
+    await expect(client.runInTask(() => 1, { ownerId: '' })).rejects.toThrow(
+      /^ownerId must be a non-empty string/,
+    );
+    await expect(client.runInTask(() => 1, { ownerId: 'a\nb' })).rejects.toThrow(/control characters/);
+    await expect(client.runInTask(() => 1, { ownerId: 'x'.repeat(600) })).rejects.toThrow(RangeError);
+    await expect(client.runInTask(() => 1, { ownerId: 'rlock_mark:a:1' })).rejects.toThrow(/mark holds/);
+    await expect(client.runInTask(() => 1, { ownerId: 'mode' })).rejects.toThrow(/must not be "mode"/);
+    await expect(client.runInTask(() => 1, { owner: 'x' } as never)).rejects.toThrow(/no option "owner"/);
     expect(await client.runInTask(() => 'fine', { ownerId: 'orders:job-1' })).toBe('fine');
   });
 });

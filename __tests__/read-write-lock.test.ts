@@ -4,6 +4,7 @@ import { deployment } from './helpers/deployment';
 import { JavaReadWriteLock } from './helpers/redisson-rwlock';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep, timed } from './helpers/wait';
+import { startWorker } from './helpers/workers';
 
 /** The hash's mode and owner fields with their counts, without the marks of rlock's holds. */
 async function rwState(redis: { hgetall(key: string): Promise<Record<string, string>> }, name: string) {
@@ -544,7 +545,11 @@ describe('read-write lock: writerPreference', () => {
     expect(await writing).toBe(true);
     expect(await reading).toBe(true);
     expect(order).toEqual(['writer', 'reader']);
-    expect(await redis.admin().exists('rlock_rwlock_writer_preference:{writers-first}')).toBe(1);
+    // It lived while the name was in use: the writer's release left the name idle for a moment
+    // (the reader waiting behind it held nothing yet), and the preference went with the lock.
+    expect(await redis.admin().exists('rlock_rwlock_writer_preference:{writers-first}')).toBe(0);
+    await late.unlock();
+    expect(await withoutTtl('writers-first')).toEqual([]);
   });
 
   test('a writer that gives up wakes the readers queued behind it at once', async () => {
@@ -592,6 +597,103 @@ describe('read-write lock: writerPreference', () => {
     expect(value).toBe(true);
     expect(ms).toBeLessThan(3_000);
   });
+
+  /** Every key of the read-write lock `name` (the client registry and the like name no lock). */
+  const keysOfName = async (name: string): Promise<string[]> =>
+    (await redis.everyMaster((node) => node.keys(`*${name}*`))).flat();
+
+  /** Keys of `name` that would stay forever. */
+  const withoutTtl = async (name: string): Promise<string[]> => {
+    const keys = await keysOfName(name);
+    const ttls = await Promise.all(keys.map((key) => redis.admin().pttl(key)));
+    return keys.filter((_, i) => ttls[i] === -1);
+  };
+
+  test('nothing of a preferring name stays once it is idle, whichever way its holders and waiters left', async () => {
+    const name = 'idle-preference';
+    const client = redis.client({ watchdogTimeout: 1_000 });
+    const preferring = (): ReturnType<typeof client.getReadWriteLock> =>
+      client.getReadWriteLock(name, { writerPreference: true });
+    const reader = client.getReadWriteLock(name).readLock();
+
+    // Released: the preference goes with the lock.
+    await preferring().writeLock().lock();
+    expect(await redis.admin().pttl(`rlock_rwlock_writer_preference:{${name}}`)).toBeGreaterThan(0);
+    await preferring().writeLock().forceUnlock();
+    expect(await keysOfName(name)).toEqual([]);
+    await preferring()
+      .writeLock()
+      .withLock(() => undefined);
+    expect(await keysOfName(name)).toEqual([]);
+
+    // A waiting writer that timed out, then one that was aborted, behind a reader who then leaves.
+    await reader.lock();
+    expect(await preferring().writeLock().tryLock(300)).toBe(false);
+    expect(await withoutTtl(name)).toEqual([]);
+    const controller = new AbortController();
+    const aborted = preferring().writeLock().lock({ signal: controller.signal });
+    await sleep(200);
+    controller.abort(new Error('enough'));
+    await expect(aborted).rejects.toThrow('enough');
+    expect(await withoutTtl(name)).toEqual([]);
+    await reader.unlock();
+    expect(await keysOfName(name)).toEqual([]);
+
+    // A waiting writer whose process was killed: its place and the preference lapse.
+    await reader.lock();
+    const dead = startWorker([String(redis.port()), 'wait', name, '1'], {
+      LOCK_KIND: 'write',
+      WRITER_PREFERENCE: '1',
+      WATCHDOG_TIMEOUT: '1000',
+    });
+    expect(await dead.firstMessage).toBe('started');
+    await eventually(
+      'the worker waits in line',
+      async () => (await redis.admin().zcard(`rlock_rwlock_writers:{${name}}`)) === 1,
+    );
+    dead.child.kill('SIGKILL');
+    await reader.unlock();
+    expect(await withoutTtl(name)).toEqual([]);
+
+    // A reader whose lease ran out, with a writer that gave up waiting for it.
+    await reader.lock(600);
+    expect(await preferring().writeLock().tryLock(200)).toBe(false);
+    expect(await withoutTtl(name)).toEqual([]);
+
+    // Every lease and place here is at most watchdogTimeout (1 s): nothing outlives it.
+    await sleep(1_200);
+    expect(await keysOfName(name)).toEqual([]);
+  }, 30_000);
+
+  test('the preference holds for every client while the name is in use, past many leases', async () => {
+    const name = 'long-use';
+    const holders = redis.client({ watchdogTimeout: 600 });
+    const others = redis.client({ watchdogTimeout: 600 });
+    const preference = `rlock_rwlock_writer_preference:{${name}}`;
+    // Set once by a single attempt of a preferring writer, while readers (renewed by the watchdog) hold.
+    const reader = holders.getReadWriteLock(name).readLock();
+    await reader.lock();
+    expect(await holders.getReadWriteLock(name, { writerPreference: true }).writeLock().tryLock()).toBe(
+      false,
+    );
+    await sleep(2_000);
+    expect(await redis.admin().pttl(preference)).toBeGreaterThan(0);
+    // A plain writer of another client waits in line, so new readers queue behind it.
+    const writer = others.getReadWriteLock(name).writeLock();
+    const writing = writer.tryLock(10_000);
+    await eventually(
+      'the plain writer waits in line',
+      async () => (await redis.admin().zcard(`rlock_rwlock_writers:{${name}}`)) === 1,
+    );
+    expect(await others.getReadWriteLock(name).readLock().tryLock()).toBe(false);
+    await reader.unlock();
+    expect(await writing).toBe(true);
+    // The same through a long write hold.
+    await sleep(2_000);
+    expect(await redis.admin().pttl(preference)).toBeGreaterThan(0);
+    await writer.unlock();
+    expect(await keysOfName(name)).toEqual([]);
+  }, 30_000);
 
   test('a waiting writer keeps its place for as long as it waits, beyond one lease', async () => {
     const client = redis.client({ watchdogTimeout: 900 });

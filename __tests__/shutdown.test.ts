@@ -94,6 +94,96 @@ describe('closing a client', () => {
     expect(() => client.getLock('pending')).toThrow(ClientClosedError);
   });
 
+  test('every ClientClosedError of a lock, semaphore or latch names it and the operation', async () => {
+    const holder = redis.client();
+    const client = redis.client();
+    await holder.getLock('cc-lock').lock();
+    await holder.getFairLock('cc-fair').lock();
+    await holder.getReadWriteLock('cc-rw').writeLock().lock();
+    await holder.getSemaphore('cc-sem').trySetPermits(0);
+    await holder.getPermitExpirableSemaphore('cc-exp').trySetPermits(0);
+    await holder.getCountDownLatch('cc-latch').trySetCount(1);
+    const lock = client.getLock('cc-lock');
+    const semaphore = client.getSemaphore('cc-sem');
+    const latch = client.getCountDownLatch('cc-latch');
+    const readLock = client.getReadWriteLock('cc-rw2').readLock();
+    const group = client.getMultiLock(client.getLock('cc-lock'), client.getLock('cc-free'));
+    const settle = async (work: () => Promise<unknown>): Promise<unknown> => {
+      try {
+        await work();
+        return 'resolved';
+      } catch (error) {
+        const { name, lockName, operation } = error as ClientClosedError;
+        return { name, lockName, operation };
+      }
+    };
+    // Pending when close() is called: each ended by it.
+    const pending = {
+      lock: settle(() => lock.lock()),
+      fair: settle(() => client.getFairLock('cc-fair').tryLock(10_000)),
+      read: settle(() => client.getReadWriteLock('cc-rw').readLock().lock()),
+      withLock: settle(() => client.getLock('cc-lock').withLock(() => 1)),
+      semaphore: settle(() => semaphore.acquire()),
+      expirable: settle(() => client.getPermitExpirableSemaphore('cc-exp').acquire()),
+      latch: settle(() => latch.await()),
+      group: settle(() => group.tryLock(10_000)),
+    };
+    await sleep(200);
+    await client.close();
+    // Called after close().
+    const after = {
+      tryLock: settle(() => lock.tryLock()),
+      unlock: settle(() => lock.unlock()),
+      isLocked: settle(() => lock.isLocked()),
+      getHoldCount: settle(() => lock.getHoldCount()),
+      forceUnlock: settle(() => lock.forceUnlock()),
+      hold: settle(() => lock.hold()),
+      readIsLocked: settle(() => readLock.isLocked()),
+      semaphoreRelease: settle(() => semaphore.release()),
+      availablePermits: settle(() => semaphore.availablePermits()),
+      withPermits: settle(() => semaphore.withPermits(1, () => 1)),
+      countDown: settle(() => latch.countDown()),
+      await: settle(() => latch.await({ waitTime: 100 })),
+      getLock: settle(async () => client.getLock('cc-new')),
+      groupTryLock: settle(() => group.tryLock()),
+    };
+    const named = (lockName: string, operation: string): unknown => ({
+      name: 'ClientClosedError',
+      lockName,
+      operation,
+    });
+    expect(
+      Object.fromEntries(await Promise.all(Object.entries(pending).map(async ([k, v]) => [k, await v]))),
+    ).toEqual({
+      lock: named('cc-lock', 'acquire'),
+      fair: named('cc-fair', 'acquire'),
+      read: named('cc-rw', 'acquire'),
+      withLock: named('cc-lock', 'acquire'),
+      semaphore: named('cc-sem', 'acquire'),
+      expirable: named('cc-exp', 'acquire'),
+      latch: named('cc-latch', 'await'),
+      group: named(group.name, 'acquire'),
+    });
+    expect(
+      Object.fromEntries(await Promise.all(Object.entries(after).map(async ([k, v]) => [k, await v]))),
+    ).toEqual({
+      tryLock: named('cc-lock', 'acquire'),
+      unlock: named('cc-lock', 'release'),
+      isLocked: named('cc-lock', 'isLocked'),
+      getHoldCount: named('cc-lock', 'getHoldCount'),
+      forceUnlock: named('cc-lock', 'forceUnlock'),
+      hold: named('cc-lock', 'acquire'),
+      readIsLocked: named('cc-rw2', 'isLocked'),
+      semaphoreRelease: named('cc-sem', 'release'),
+      availablePermits: named('cc-sem', 'availablePermits'),
+      withPermits: named('cc-sem', 'acquire'),
+      countDown: named('cc-latch', 'countDown'),
+      await: named('cc-latch', 'await'),
+      getLock: named('cc-new', 'getLock'),
+      groupTryLock: named(group.name, 'acquire'),
+    });
+  });
+
   test('close() called inside a withLock body does not wait for that body', async () => {
     const client = redis.client();
     const outcome = await timed(

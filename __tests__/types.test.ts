@@ -64,7 +64,9 @@ export function listen(client: LockClient): void {
   client.once('notAcquired', (event) => {
     expectType<Same<typeof event, NotAcquiredEvent>>();
     expectType<Same<typeof event.reason, NotAcquiredReason>>();
-    return event.reason;
+    expectType<Same<typeof event.error, Error | undefined>>();
+    // What went wrong reads as an Error, with no narrowing first.
+    return event.error?.message ?? event.reason;
   });
   const onReleased = (event: ReleasedEvent): boolean => event.freed;
   client.on('released', onReleased);

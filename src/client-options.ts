@@ -17,6 +17,13 @@ export interface LockClientOptions {
    */
   fairLockWaitTimeout?: number;
   /**
+   * How long a fair lock's hand-off to the next waiter waits for that waiter's client to confirm
+   * it, in ms. A live client confirms within a round trip; a hand-off to a waiter whose process is
+   * gone (or stalled, or cut off) comes back after this long and goes to the waiter behind it, while
+   * the waiter it passed over keeps its place. Default 1000, or fairLockWaitTimeout when shorter.
+   */
+  fairLockHandoffTimeout?: number;
+  /**
    * A label for this client's owner ids, e.g. the service name: they read
    * `<clientId>/<16 random hex digits>:<n>`, unique per client whatever the label (two processes configured
    * alike never share an owner). Default: none (owner ids `<uuid>:<n>`, as Redisson's).
@@ -54,6 +61,7 @@ export interface ClientSettings {
   watchdogTimeout: number;
   watchdogBatchSize: number;
   fairLockWaitTimeout: number;
+  fairLockHandoffTimeout: number;
   commandTimeout: number;
   /** The first half of every owner id: unique to this client. */
   id: string;
@@ -70,6 +78,7 @@ const OPTION_NAMES = [
   'watchdogTimeout',
   'watchdogBatchSize',
   'fairLockWaitTimeout',
+  'fairLockHandoffTimeout',
   'clientId',
   'subscriber',
   'pubSub',
@@ -80,6 +89,7 @@ const OPTION_NAMES = [
 const DEFAULT_WATCHDOG_TIMEOUT = 30_000;
 const DEFAULT_WATCHDOG_BATCH = 100;
 const DEFAULT_FAIR_WAIT_TIMEOUT = 10_000;
+const DEFAULT_FAIR_HANDOFF_TIMEOUT = 1_000;
 const DEFAULT_COMMAND_TIMEOUT = 3_000;
 const DEFAULT_REPLICA_WAIT_TIMEOUT = 1_000;
 /** The longest clientId label: owner ids stay readable, and far below Redis' limits. */
@@ -105,13 +115,19 @@ export function parseClientOptions(redis: RedisConnection, options: unknown): Cl
     );
   }
   checkSubscriber(redis, given.subscriber);
+  const fairLockWaitTimeout = time('fairLockWaitTimeout', DEFAULT_FAIR_WAIT_TIMEOUT, 100);
   return {
     watchdogTimeout: time('watchdogTimeout', DEFAULT_WATCHDOG_TIMEOUT, 100),
     watchdogBatchSize:
       given.watchdogBatchSize === undefined
         ? DEFAULT_WATCHDOG_BATCH
         : checkCount('watchdogBatchSize', given.watchdogBatchSize, 'locks', { min: 1, max: 10_000 }),
-    fairLockWaitTimeout: time('fairLockWaitTimeout', DEFAULT_FAIR_WAIT_TIMEOUT, 100),
+    fairLockWaitTimeout,
+    fairLockHandoffTimeout: time(
+      'fairLockHandoffTimeout',
+      Math.min(DEFAULT_FAIR_HANDOFF_TIMEOUT, fairLockWaitTimeout),
+      100,
+    ),
     commandTimeout: time('commandTimeout', DEFAULT_COMMAND_TIMEOUT, 1),
     // A label is not unique (every instance of a service has it): a random part makes it so.
     id: label === undefined ? randomUUID() : `${label}/${randomBytes(8).toString('hex')}`,

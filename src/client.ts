@@ -1,11 +1,13 @@
 import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { parseClientOptions, type ClientSettings, type LockClientOptions } from './client-options';
-import { ClientClosedError, LockLostError } from './errors';
+import { ClientClosedError, closedFor, LockLostError } from './errors';
 import { DEBUG, debug, emitSafely, LockEvents, type LockClientEvents } from './events';
 import { FairWaiters } from './fair-waiters';
+import { HandoffWatches } from './handoff-watches';
+import { RecentContention } from './recent-contention';
 import { HoldBook, type LostLease } from './holds';
-import { clientChannel } from './keys';
+import { clientChannel, homeSlot, lockKeys, WAKE_MESSAGE } from './keys';
 import type { LockContext, RedisErrorReport } from './locks/context';
 import { FairLock } from './locks/fair-lock';
 import { FencedLock } from './locks/fenced-lock';
@@ -22,6 +24,7 @@ import { openLink, publishCommandOf, resolvePubSubMode, type PubSubMode } from '
 import { ReconnectCounter } from './reconnects';
 import { isCluster, type RedisConnection } from './redis';
 import { RedisCalls } from './redis-call';
+import { ServerClock } from './server-clock';
 import { ClientRegistry } from './registry';
 import { acknowledgedBy } from './replicas';
 import type { PublishCommand } from './scripts';
@@ -70,8 +73,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly id: string;
   readonly watchdogTimeout: number;
   readonly fairLockWaitTimeout: number;
+  readonly fairLockHandoffTimeout: number;
   private readonly settings: ClientSettings;
   private readonly fairWaiters: FairWaiters;
+  private readonly handoffWatches: HandoffWatches;
+  private readonly lockWakeups: HandoffWatches;
   private readonly redis: CommandConnection;
   private readonly gates = new OwnerGates();
   private readonly book: HoldBook;
@@ -114,20 +120,42 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.id = settings.id;
     this.watchdogTimeout = settings.watchdogTimeout;
     this.fairLockWaitTimeout = settings.fairLockWaitTimeout;
-    this.fairWaiters = new FairWaiters(settings.keyPrefix);
+    this.fairLockHandoffTimeout = settings.fairLockHandoffTimeout;
+    this.fairWaiters = new FairWaiters({
+      keyPrefix: settings.keyPrefix,
+      handoffTimeout: settings.fairLockHandoffTimeout,
+      unclaimed: (name, ownerId) => this.giveBackUnclaimed(name, ownerId),
+    });
+    this.handoffWatches = new HandoffWatches(settings.fairLockHandoffTimeout, (name) =>
+      new FairLock(this.context, name).settleHandoff(),
+    );
+    this.lockWakeups = new HandoffWatches(settings.fairLockHandoffTimeout, (name) =>
+      new ReentrantLock(this.context, name).settleWakeup(),
+    );
     // Every pending wait listens for the close; thousands of them are normal, not a leak.
     setMaxListeners(0, this.closer.signal);
-    this.calls = new RedisCalls(redis, settings.commandTimeout, (fn) => this.scope.runInAsyncScope(fn));
+    const clock: { current?: ServerClock } = {};
+    this.calls = new RedisCalls(redis, settings.commandTimeout, (fn) => this.scope.runInAsyncScope(fn), {
+      report: (name, operation, error, retryInMs) =>
+        this.reportRedisError(
+          retryInMs === undefined ? { name, operation, error } : { name, operation, error, retryInMs },
+        ),
+      onLate: () => clock.current?.invalidate(),
+    });
+    const reconnects = new ReconnectCounter(redis);
+    clock.current = new ServerClock(this.calls, redis, reconnects);
     this.book = new HoldBook(this.gates, (lost: LostLease) => this.reportLost(lost));
     const report = (event: RedisErrorReport): void => this.reportRedisError(event);
     this.registry = new ClientRegistry(this.calls, redis, this.id, settings.label, report);
     this.watchdog = new Watchdog(this.calls, redis, this.book, this.fairWaiters, {
       timeout: settings.watchdogTimeout,
       waiterTimeout: settings.fairLockWaitTimeout,
+      handoffTimeout: settings.fairLockHandoffTimeout,
       batchSize: settings.watchdogBatchSize,
       groupBySlot: isCluster(redis),
       keyPrefix: settings.keyPrefix,
       publishCommand: () => this.publishCommand(),
+      handedOn: (name) => this.handoffWatches.handedOn(name),
       report,
       keepAnnounced: (ms) => this.registry.keepFor(ms),
       inClientScope: (fn) => this.scope.runInAsyncScope(fn),
@@ -140,17 +168,22 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       watchdogTimeout: settings.watchdogTimeout,
       book: this.book,
       fairLockWaitTimeout: settings.fairLockWaitTimeout,
+      fairLockHandoffTimeout: settings.fairLockHandoffTimeout,
       fairWaiters: this.fairWaiters,
+      handoffWatches: this.handoffWatches,
+      lockWakeups: this.lockWakeups,
       watchdog: this.watchdog,
       closing: this.closer.signal,
       closed: this.finished.signal,
       gates: this.gates,
       siblingWaits: new SiblingWaits(),
+      contention: new RecentContention(),
       registry: this.registry,
       keyPrefix: settings.keyPrefix,
       cluster: isCluster(redis),
       trackBody: (body, giveBack) => this.trackBody(body, giveBack),
       subscriber: (name, limits) => this.subscriber(name, limits),
+      openSubscriber: () => this.subscriberInstance,
       reportRedisError: report,
       publishCommand: () => this.publishCommand(),
       replicaAcks:
@@ -166,7 +199,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           required: replicaWait.replicas,
         })),
       newRequestId: () => `${this.id}:${(this.requestCount += 1)}`,
-      reconnects: new ReconnectCounter(redis),
+      reconnects,
+      clock: clock.current,
       events: new LockEvents(this),
     };
   }
@@ -176,7 +210,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * runInTask) the handle is the owner: unlock through the handle that locked.
    */
   getLock(name: string): RLock {
-    this.throwIfClosed();
+    this.throwIfClosed(name, 'getLock');
     return new ReentrantLock(this.context, name);
   }
 
@@ -185,7 +219,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * (Redisson getFairLock). Same API, ownership and re-entry rules as getLock.
    */
   getFairLock(name: string): RLock {
-    this.throwIfClosed();
+    this.throwIfClosed(name, 'getFairLock');
     return new FairLock(this.context, name);
   }
 
@@ -195,7 +229,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * getFencedLock). withLock hands the token as `held.token`.
    */
   getFencedLock(name: string): RFencedLock {
-    this.throwIfClosed();
+    this.throwIfClosed(name, 'getFencedLock');
     return new FencedLock(this.context, name);
   }
 
@@ -206,7 +240,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * does. See docs/read-write-lock.md.
    */
   getReadWriteLock(name: string, options?: ReadWriteLockOptions): RReadWriteLock {
-    this.throwIfClosed();
+    this.throwIfClosed(name, 'getReadWriteLock');
     const given = checkOptionsObject('options', options);
     checkKnownKeys('options', given, ['writerPreference']);
     if (given.writerPreference !== undefined && typeof given.writerPreference !== 'boolean') {
@@ -221,7 +255,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * For proxies and managed services without pub/sub. See docs/spin-lock.md.
    */
   getSpinLock(name: string, options?: SpinLockOptions): RLock {
-    this.throwIfClosed();
+    this.throwIfClosed(name, 'getSpinLock');
     const given = checkOptionsObject('options', options);
     checkKnownKeys('options', given, ['initialDelay', 'maxDelay', 'multiplier']);
     const initialDelay =
@@ -290,7 +324,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * process may release), waiters woken by releases. Set its permits once with trySetPermits.
    */
   getSemaphore(name: string): RSemaphore {
-    this.throwIfClosed();
+    this.throwIfClosed(name, 'getSemaphore');
     return new Semaphore(this.context, name);
   }
 
@@ -299,13 +333,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * out returns by itself (Redisson getPermitExpirableSemaphore).
    */
   getPermitExpirableSemaphore(name: string): RPermitExpirableSemaphore {
-    this.throwIfClosed();
+    this.throwIfClosed(name, 'getPermitExpirableSemaphore');
     return new PermitExpirableSemaphore(this.context, name);
   }
 
   /** A count-down latch (Redisson getCountDownLatch): await() returns once the count is zero. */
   getCountDownLatch(name: string): RCountDownLatch {
-    this.throwIfClosed();
+    this.throwIfClosed(name, 'getCountDownLatch');
     return new CountDownLatch(this.context, name);
   }
 
@@ -315,11 +349,17 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * `ownerId`, fn acts as that owner instead (see TaskOptions).
    */
   runInTask<T>(fn: () => Promise<T> | T, options?: TaskOptions): Promise<T> {
-    if (typeof fn !== 'function') throw typeError('fn must be a function');
-    const given = checkOptionsObject('options', options);
-    checkKnownKeys('options', given, ['ownerId']);
-    const ownerId = given.ownerId === undefined ? undefined : checkOwnerId(given.ownerId);
-    this.throwIfClosed();
+    // Bad input rejects, as withLock's does: a caller awaiting the task sees every failure alike.
+    let ownerId: string | undefined;
+    try {
+      if (typeof fn !== 'function') throw typeError('fn must be a function');
+      const given = checkOptionsObject('options', options);
+      checkKnownKeys('options', given, ['ownerId']);
+      ownerId = given.ownerId === undefined ? undefined : checkOwnerId(given.ownerId);
+      this.throwIfClosed();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return runAsNewTask(async () => fn(), ownerId);
   }
 
@@ -370,6 +410,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     // Each bounded by commandTimeout: a Redis that is down delays close() no longer than that.
     await Promise.all([this.releaseEverything(), this.giveBackBodies(), this.registry.remove()]);
     this.watchdog.stop();
+    this.handoffWatches.close();
+    this.lockWakeups.close();
     this.finished.abort(closedError);
     await this.subscriberInstance?.close();
   }
@@ -385,7 +427,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const releases = entries.map(async (entry) => {
       const lock = new entry.lockClass(this.context, entry.name);
       for (let i = entry.holds.length - 1; i >= 0; i -= 1) {
-        await lock.releaseAtClose(entry.ownerId, entry.holds[i] as (typeof entry.holds)[number]);
+        // A group's member (held quietly) is not reported alone, at close either.
+        await lock.releaseAtClose(entry.ownerId, entry.holds[i] as (typeof entry.holds)[number], entry.quiet);
       }
     });
     await Promise.allSettled(releases);
@@ -469,9 +512,16 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     emitSafely(this, 'redisError', { ...report, error });
   }
 
+  /**
+   * The subscriber, once the pub/sub mode is known. Its caller subscribes next with the same
+   * `limits`: what this took (a connection that was not ready yet) is taken off their budget, so
+   * that the two steps together keep the one step's budget.
+   */
   private async subscriber(name: string, limits: StepLimits): Promise<Subscriber> {
     this.throwIfClosed();
+    const startedAt = performance.now();
     const mode = await this.calls.run(name, 'subscribe', () => this.pubSubMode(), limits);
+    limits.budget = Math.max(1, limits.budget - (performance.now() - startedAt));
     this.throwIfClosed();
     this.subscriberInstance ??= this.scope.runInAsyncScope(() => this.newSubscriber(mode));
     return this.subscriberInstance;
@@ -486,7 +536,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       // Sharded channels are bound to the locks' slots: no home channel there.
       mode === 'sharded' ? undefined : home,
       {
-        onAddressedMessage: (message) => this.fairWaiters.onHandoffMessage(message),
+        onAddressedMessage: (message) => this.onAddressedMessage(message),
         onResubscribed: () => this.fairWaiters.recheckAll(),
         onSubscribeFailed: (channel, error, retryInMs) =>
           this.reportRedisError({ name: channel, operation: 'subscribe', error, retryInMs }),
@@ -495,7 +545,38 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     );
   }
 
-  private throwIfClosed(): void {
-    this.closer.signal.throwIfAborted();
+  /**
+   * A message for this client alone: a fair lock's hand-off or request to look again (see
+   * FairWaiters), or a getLock release that woke this client, "wake\n<lock key>" (see
+   * lua/include/lock-waiters.lua): one of its waiters there tries, or, with none left, the wake-up
+   * goes on to the next waiting client.
+   */
+  private onAddressedMessage(message: string): void {
+    if (!message.startsWith(WAKE_MESSAGE)) return this.fairWaiters.onHandoffMessage(message);
+    const key = message.slice(WAKE_MESSAGE.length);
+    const prefix = this.settings.keyPrefix;
+    if (!key.startsWith(prefix) || this.finished.signal.aborted) return;
+    const name = key.slice(prefix.length);
+    const { channel } = lockKeys(name, homeSlot(name, prefix, isCluster(this.redis)));
+    if (!this.subscriberInstance?.deliver(channel)) void new ReentrantLock(this.context, name).passOnWakeup();
+  }
+
+  /**
+   * A hand-off came for an owner of this client that no longer waits on the lock (see FairWaiters):
+   * given back at once rather than left to run out. Only the ids this client made are surely its
+   * own: an explicit owner id may wait in another process.
+   */
+  private giveBackUnclaimed(name: string, ownerId: string): void {
+    if (!ownerId.startsWith(`${this.id}:`) || this.finished.signal.aborted) return;
+    void new FairLock(this.context, name).giveBackUnclaimed(ownerId);
+  }
+
+  /** Throws once close() has begun; the error names the lock of `operation`, when there is one. */
+  private throwIfClosed(lockName?: unknown, operation?: string): void {
+    const { signal } = this.closer;
+    if (!signal.aborted) return;
+    throw typeof lockName === 'string' && operation !== undefined
+      ? closedFor(signal.reason, lockName, operation)
+      : signal.reason;
   }
 }

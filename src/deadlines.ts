@@ -1,3 +1,5 @@
+import { markLoop, stoodStillSince, type LoopMark } from './timing';
+
 /**
  * The budgets of a client's Redis calls, on one timer instead of one each.
  *
@@ -10,7 +12,14 @@
 export interface Deadline {
   /** performance.now() time at which it expires. */
   readonly at: number;
-  expire(): void;
+  /**
+   * Called once it is due, after the I/O of the turn in which its timer fired (see fire): an answer
+   * that is already in the socket has been read by then. Cancelling it in between does not stop
+   * the call: expire() of something settled does nothing. `stoodStillMs`: how long before, by the
+   * timer's account, the event loop stood still (its timer fired late, or the loop never waited
+   * for I/O while the timer ran): time in which this client could neither send nor read anything.
+   */
+  expire(stoodStillMs: number): void;
   /** Kept by Deadlines: the queue it waits in (none once expired or cancelled), and its neighbours. */
   queue?: DeadlineQueue;
   earlier?: Deadline;
@@ -37,9 +46,11 @@ export class Deadlines {
   private readonly queues = new Map<number, DeadlineQueue>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
+  /** The event loop's accounting when the timer was set (see stoodStillSince). */
+  private timerSet: LoopMark = { at: 0 };
 
   /** Calls `expire` once `budget` ms have passed, unless cancelled first. */
-  add(budget: number, expire: () => void): Deadline {
+  add(budget: number, expire: (stoodStillMs: number) => void): Deadline {
     return this.insert(budget, { at: performance.now() + budget, expire });
   }
 
@@ -75,15 +86,18 @@ export class Deadlines {
     this.timerAt = at;
     // Unref'd: a call in flight keeps the process alive through its connection (socket or
     // reconnect timer), and an idle client must not hold a process open until the timer fires.
-    const delay = Math.max(0, at - performance.now());
+    this.timerSet = markLoop();
+    const delay = Math.max(0, at - this.timerSet.at);
     this.timer = this.inClientScope(() => setTimeout(() => this.fire(), delay).unref());
   }
 
   private fire(): void {
+    const stoodStill = stoodStillSince(this.timerSet);
     this.timer = undefined;
     this.timerAt = Infinity;
     // setTimeout may fire a little early by performance.now(): what is due within a ms is due.
-    const now = performance.now() + 1;
+    const firedAt = performance.now();
+    const now = firedAt + 1;
     const due: Deadline[] = [];
     let next = Infinity;
     for (const [budget, queue] of this.queues) {
@@ -98,8 +112,17 @@ export class Deadlines {
       if (!queue.first) this.queues.delete(budget);
     }
     if (next < Infinity) this.schedule(next);
-    for (const deadline of due) deadline.expire();
+    // Expired after this turn's I/O, not in the timer: when the event loop stood still (synchronous
+    // work, a GC pause, a stopped process), the timer and the answers that arrived meanwhile run in
+    // one turn, timers first. The poll phase between reads those answers, so an answer that is
+    // already here settles its call before the deadline can.
+    if (due.length > 0) setImmediate(() => expireAll(due, stoodStill, firedAt));
   }
+}
+
+/** Expires `due` (fired at `firedAt`), each told how long the loop stood still before it. */
+function expireAll(due: Deadline[], stoodStill: number, firedAt: number): void {
+  for (const deadline of due) deadline.expire(Math.max(stoodStill, firedAt - deadline.at));
 }
 
 function unlink(queue: DeadlineQueue, deadline: Deadline): void {

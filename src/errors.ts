@@ -1,10 +1,25 @@
+/**
+ * The class name of each code, spelled out: a minifying bundler renames classes, and an app that
+ * logs `error.name` must still read what it can look up.
+ */
+const NAMES: Record<string, string> = {
+  ERR_LOCK_NOT_HELD: 'LockNotHeldError',
+  ERR_LOCK_TIMEOUT: 'LockTimeoutError',
+  ERR_LOCK_NOT_REPLICATED: 'LockNotReplicatedError',
+  ERR_LOCK_LOST: 'LockLostError',
+  ERR_CLIENT_CLOSED: 'ClientClosedError',
+  ERR_REDIS_UNAVAILABLE: 'RedisUnavailableError',
+  ERR_REDIS_REPLY: 'RedisReplyError',
+  ERR_PERMIT_NOT_HELD: 'PermitNotHeldError',
+};
+
 /** Base class of every error rlock raises itself; `code` is stable across versions. */
 export class RLockError<Code extends string = string> extends Error {
   readonly code: Code;
 
   constructor(code: Code, message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = new.target.name;
+    this.name = NAMES[code] ?? new.target.name;
     this.code = code;
   }
 }
@@ -107,9 +122,15 @@ export class LockNotReplicatedError extends RLockError<'ERR_LOCK_NOT_REPLICATED'
 export type LockLostCode =
   /** Redis refused a renewal: the hold was released, expired or deleted by someone else. */
   | 'renewal-refused'
-  /** Renewals kept failing (Redis unreachable) until the lease could have expired. */
+  /**
+   * Renewals kept failing while the process ran (Redis unreachable, paused or restarting) until the
+   * lease could have expired.
+   */
   | 'renewal-failed'
-  /** A fixed lease ran out while withLock was running, or while the holder was paused. */
+  /**
+   * A fixed lease ran out while withLock was running, or any lease ran out while the holder's
+   * process stood still (its event loop blocked, the process paused), so nothing could renew it.
+   */
   | 'lease-expired'
   /** forceUnlock() on this client deleted it. */
   | 'force-unlocked'
@@ -143,9 +164,33 @@ export class LockLostError extends RLockError<'ERR_LOCK_LOST'> {
 
 /** The LockClient was closed: pending waits reject with it, and so does every later call. */
 export class ClientClosedError extends RLockError<'ERR_CLIENT_CLOSED'> {
-  constructor(message = 'the LockClient is closed; create a new LockClient to take locks again') {
+  /** The lock, semaphore or latch the call was for (absent for a call of the client itself). */
+  readonly lockName?: string;
+  /** What was being done: 'acquire', 'release', 'await', 'isLocked', ... (absent when unknown). */
+  readonly operation?: string;
+
+  constructor(
+    message = 'the LockClient is closed; create a new LockClient to take locks again',
+    about?: { lockName: string; operation?: string },
+  ) {
     super('ERR_CLIENT_CLOSED', message);
+    if (about) {
+      this.lockName = about.lockName;
+      if (about.operation !== undefined) this.operation = about.operation;
+    }
   }
+}
+
+/**
+ * `error` as the caller of `operation` on `lockName` gets it: the client's ClientClosedError,
+ * shared by everything close() ends, becomes one that names the lock and the operation.
+ */
+export function closedFor(error: unknown, lockName: string, operation: string): unknown {
+  if (!(error instanceof ClientClosedError) || error.lockName !== undefined) return error;
+  return new ClientClosedError(`lock "${lockName}": ${operation} failed: ${error.message}`, {
+    lockName,
+    operation,
+  });
 }
 
 /**

@@ -51,8 +51,12 @@ export interface NotAcquiredEvent {
   /** From the call until it gave up, in ms. */
   waitMs: number;
   reason: NotAcquiredReason;
-  /** What the call rejected with, unless it simply answered false (timeout). */
-  error?: unknown;
+  /**
+   * What the call rejected with, unless it simply answered false (timeout). An abort reason that
+   * is not an Error (`controller.abort('shutdown')`) comes as an Error whose `cause` is that reason
+   * (the call itself still rejects with the reason as given).
+   */
+  error?: Error;
 }
 
 /** A hold was released (unlock(), the end of withLock, or close() giving back what is held). */
@@ -114,6 +118,11 @@ export const DEBUG = log.enabled;
 /** Writes a debug line (NODE_DEBUG=rlock); call it behind `if (DEBUG)`. */
 export function debug(format: string, ...args: unknown[]): void {
   log(format, ...args);
+}
+
+/** What a call rejected with, as an Error: listeners read `message` and `stack` whatever it was. */
+function asError(thrown: unknown): Error {
+  return thrown instanceof Error ? thrown : new Error(String(thrown), { cause: thrown });
 }
 
 /** A lock as the events name it. */
@@ -254,7 +263,7 @@ export class LockEvents {
       );
     if (!this.wantsNotAcquired()) return;
     const event: NotAcquiredEvent = { name: lock.name, kind: lock.kind, ownerId, waitMs, reason };
-    if (error !== undefined) event.error = error;
+    if (error !== undefined) event.error = asError(error);
     emitSafely(this.emitter, 'notAcquired', event);
   }
 }
@@ -274,6 +283,7 @@ export async function debugWakeSource(
       debug('lock %s: %s woke (%s)', name, ownerId, reason);
       return reason;
     },
+    interrupt: () => source.interrupt(),
     release: () => source.release(),
   };
 }

@@ -2,11 +2,14 @@ import { ownerLockKey } from './owner';
 import { onAbort } from './abort';
 import { ClientClosedError } from './errors';
 import type { FairLockKeys } from './keys';
+import { LoopStalls } from './loop-stalls';
+import { sharedDelay } from './timing';
 
 /**
  * This client's waiters on fair locks. A release hands the lock to the head of the queue and
- * publishes `granted\n<owner>\n<lock>` on the lock's hand-off channel (`recheck\n...` asks a
- * waiter to look again); this registry routes it to the waiter it names, if it is this client's.
+ * publishes `granted\n<owner>\n<lock>` on the channel where that owner's client hears hand-offs
+ * (kept beside its place; `recheck\n...` asks a waiter to look again); this registry routes it to
+ * the waiter it names.
  * The watchdog keeps every queued waiter's place alive through `places()`.
  *
  * A waiter does not look again on a timer of its own: the client watches each lock's holder once
@@ -19,6 +22,15 @@ import type { FairLockKeys } from './keys';
  * An owner has one place in a queue, so the waits of one owner on one lock (two calls through one
  * handle at once) share one waiter: a grant goes to one of them, and the others look again — and
  * re-enter, being the same owner.
+ *
+ * A grant is provisional until the waiter's client confirms it, and comes back after the hand-off
+ * timeout if it does not (see docs/fair-lock.md): the client that made the grant settles it then
+ * (see HandoffWatches); and this client, hearing a grant for one of its waiters, has its other
+ * waiters on the lock, if any, look again once that time has passed. A grant this client hears for a waiter of its own that is no longer
+ * waiting (it gave up while Redis was out of reach) goes back at once (`unclaimed`). And a grant
+ * read just after this process stood still may be older than the hand-off timeout, already passed
+ * on: the waiter then looks again (its attempt takes the hand-off if it is still its own) rather
+ * than hold the lock on the message's word.
  */
 export type FairWake = 'granted' | 'recheck' | 'timeout';
 
@@ -33,7 +45,14 @@ export interface FairWaiter {
 /** One wait's hold on its owner's waiter. */
 export interface FairWait {
   sleep(ms: number, signal?: AbortSignal): Promise<FairWake>;
+  /** Ends this wait's sleep in progress with 'recheck': true when it was asleep. */
+  interrupt(): boolean;
   release(): void;
+}
+
+/** One wait's sleep in progress. */
+interface SleepHold {
+  sleeper?: Sleeper;
 }
 
 interface Sleeper {
@@ -44,26 +63,42 @@ interface Sleeper {
 /** The longest delay setTimeout keeps: a longer (or infinite) one would fire at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** This client's waiters on one lock, and when one of them should next look at the lock. */
+/**
+ * This client's waiters on one lock, and when one of them should next look at the lock. The time
+ * to look moves with every answer and every grant heard, many times a second on a busy lock: it is
+ * written down, and the timer is made anew only when the look comes sooner than the timer would
+ * fire (a timer that fires early sets itself again for the rest). When the last waiter leaves, the
+ * watch stays until its timer fires, for the next waiter on a lock that is busy to find it.
+ */
 class LockWatch {
+  /** @param idle takes the watch away: it has no waiters, and no timer runs. */
+  constructor(private readonly idle: () => void) {}
+
   readonly waiters = new Set<Waiter>();
-  timer?: NodeJS.Timeout;
+  private timer?: NodeJS.Timeout;
+  /** performance.now() at which the timer fires. */
+  private timerAt = Infinity;
+  /** performance.now() at which one of the waiters looks; Infinity: no look to come. */
+  private lookAt = Infinity;
   /** Time to look, and no waiter was asleep to do it: the next one to sleep looks instead. */
   due = false;
+  /** What this client holds for its waiters here while any wait, by what (see holdWhileWaiting). */
+  readonly held = new Map<string, () => void>();
 
   lookIn(ms: number): void {
-    clearTimeout(this.timer);
+    if (this.waiters.size === 0) return;
     this.due = false;
-    this.timer = setTimeout(() => this.look(), Math.max(1, Math.min(ms, MAX_TIMER_MS)));
+    this.lookAt = performance.now() + Math.max(1, Math.min(ms, MAX_TIMER_MS));
+    if (this.timer === undefined || this.timerAt > this.lookAt) this.arm();
   }
 
-  /** Whether a look is to come: a timer runs, or the next waiter to sleep looks. */
+  /** Whether a look is to come: one is due at a time, or the next waiter to sleep looks. */
   get watching(): boolean {
-    return this.timer !== undefined || this.due;
+    return this.lookAt !== Infinity || this.due;
   }
 
   look(): void {
-    this.timer = undefined;
+    this.lookAt = Infinity;
     for (const waiter of this.waiters) {
       if (waiter.asleep) return waiter.wake('recheck');
     }
@@ -73,6 +108,36 @@ class LockWatch {
   stop(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.lookAt = Infinity;
+    this.releaseHeld();
+  }
+
+  private releaseHeld(): void {
+    for (const release of this.held.values()) release();
+    this.held.clear();
+  }
+
+  /** The last waiter left: no look is to come; the watch goes once its timer has fired. */
+  leave(): void {
+    this.lookAt = Infinity;
+    this.due = false;
+    this.releaseHeld();
+    if (this.timer === undefined) this.idle();
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    const delay = sharedDelay(this.lookAt - performance.now());
+    this.timerAt = performance.now() + delay;
+    this.timer = setTimeout(() => this.fired(), Math.max(1, delay));
+  }
+
+  private fired(): void {
+    this.timer = undefined;
+    if (this.waiters.size === 0) return this.idle();
+    if (this.lookAt === Infinity) return;
+    if (this.lookAt - performance.now() > 1) this.arm();
+    else this.look();
   }
 }
 
@@ -95,7 +160,7 @@ class Waiter implements FairWaiter {
     return this.sleepers.length > 0;
   }
 
-  sleep(ms: number, signal?: AbortSignal): Promise<FairWake> {
+  sleep(ms: number, signal: AbortSignal | undefined, hold: SleepHold): Promise<FairWake> {
     signal?.throwIfAborted();
     if (this.pending) {
       const wake = this.pending;
@@ -111,6 +176,7 @@ class Waiter implements FairWaiter {
       const finish = (): void => {
         clearTimeout(timer);
         stopListening?.();
+        hold.sleeper = undefined;
         const index = this.sleepers.indexOf(sleeper);
         if (index >= 0) this.sleepers.splice(index, 1);
       };
@@ -124,8 +190,10 @@ class Waiter implements FairWaiter {
           reject(error);
         },
       };
-      const timer = setTimeout(() => sleeper.wake('timeout'), ms);
+      // A wait without a bound sleeps until it is told (lock()): no timer to make and drop.
+      const timer = ms < MAX_TIMER_MS ? setTimeout(() => sleeper.wake('timeout'), ms) : undefined;
       const stopListening = signal && onAbort(signal, () => sleeper.fail(signal.reason));
+      hold.sleeper = sleeper;
       this.sleepers.push(sleeper);
     });
   }
@@ -146,15 +214,28 @@ class Waiter implements FairWaiter {
   }
 }
 
+export interface FairWaitersOptions {
+  /**
+   * The connection's ioredis keyPrefix: a message names the lock by its key as the script saw it,
+   * prefixed.
+   */
+  keyPrefix: string;
+  /** fairLockHandoffTimeout: how long a grant waits for its waiter's client to confirm it. */
+  handoffTimeout: number;
+  /** A grant came for `ownerId` on lock `name`, and this client has no waiter of that owner there. */
+  unclaimed?(name: string, ownerId: string): void;
+}
+
 export class FairWaiters {
   private readonly waiters = new Map<string, Waiter>();
   private readonly locks = new Map<string, LockWatch>();
+  private readonly stalls: LoopStalls;
 
-  /**
-   * @param keyPrefix the connection's ioredis keyPrefix: a message names the lock by its key as the
-   *                  script saw it, prefixed.
-   */
-  constructor(private readonly keyPrefix = '') {}
+  constructor(private readonly options: FairWaitersOptions) {
+    // A message read after a stall of half the hand-off timeout may have waited that long already:
+    // its confirmation must still reach Redis in the half that is left.
+    this.stalls = new LoopStalls(options.handoffTimeout / 4, () => this.waiters.size > 0);
+  }
 
   /** Registers a wait of `ownerId` on lock `name` (joining the owner's waiter there, if any). */
   register(name: string, ownerId: string, keys: FairLockKeys): FairWait {
@@ -163,18 +244,28 @@ export class FairWaiters {
     if (!waiter) {
       let watch = this.locks.get(name);
       if (!watch) {
-        watch = new LockWatch();
+        const made = new LockWatch(() => {
+          if (this.locks.get(name) === made && made.waiters.size === 0) this.locks.delete(name);
+        });
+        watch = made;
         this.locks.set(name, watch);
       }
       waiter = new Waiter(name, ownerId, keys, watch);
       watch.waiters.add(waiter);
       this.waiters.set(key, waiter);
+      this.stalls.start();
     }
     const own = waiter;
     own.refs += 1;
     let released = false;
+    const hold: SleepHold = {};
     return {
-      sleep: (ms, signal) => own.sleep(ms, signal),
+      sleep: (ms, signal) => own.sleep(ms, signal, hold),
+      interrupt: () => {
+        if (!hold.sleeper) return false;
+        hold.sleeper.wake('recheck');
+        return true;
+      },
       release: () => {
         if (released) return;
         released = true;
@@ -190,8 +281,7 @@ export class FairWaiters {
     if (!watch) return;
     watch.waiters.delete(waiter);
     if (watch.waiters.size === 0) {
-      watch.stop();
-      this.locks.delete(waiter.name);
+      watch.leave();
     } else if (!watch.watching) {
       // It was the one to look (or its answer was awaited) and it left without an answer: another
       // waiter looks in its stead, so that the holder stays watched.
@@ -208,6 +298,17 @@ export class FairWaiters {
     this.locks.get(name)?.lookIn(ms);
   }
 
+  /**
+   * Keeps something for this client's waiters on lock `name` (a subscription) while any of them
+   * waits: `release` gives it back once the last one has left, or at once when none waits now or
+   * one is held under `what` already.
+   */
+  holdWhileWaiting(name: string, what: string, release: () => void): void {
+    const watch = this.locks.get(name);
+    if (!watch || watch.waiters.size === 0 || watch.held.has(what)) return release();
+    watch.held.set(what, release);
+  }
+
   markQueued(name: string, ownerId: string): void {
     const waiter = this.waiters.get(waiterKey(name, ownerId));
     if (waiter) waiter.queued = true;
@@ -218,8 +319,15 @@ export class FairWaiters {
     const [kind, ownerId, ...rest] = message.split('\n');
     if ((kind !== 'granted' && kind !== 'recheck') || ownerId === undefined) return;
     const key = rest.join('\n');
-    if (!key.startsWith(this.keyPrefix)) return;
-    this.waiters.get(waiterKey(key.slice(this.keyPrefix.length), ownerId))?.wake(kind);
+    const { keyPrefix } = this.options;
+    if (!key.startsWith(keyPrefix)) return;
+    const name = key.slice(keyPrefix.length);
+    const waiter = this.waiters.get(waiterKey(name, ownerId));
+    if (kind === 'recheck') return waiter?.wake(kind);
+    // The lock is held provisionally now, until the grant is confirmed or comes back.
+    this.locks.get(name)?.lookIn(this.options.handoffTimeout);
+    if (!waiter) return this.options.unclaimed?.(name, ownerId);
+    waiter.wake(this.stalls.justStalled ? 'recheck' : 'granted');
   }
 
   /** Every waiter tries again: after a reconnect, or when its place turned out to be gone. */
@@ -239,6 +347,7 @@ export class FairWaiters {
   close(): void {
     for (const waiter of this.waiters.values()) waiter.fail(new ClientClosedError());
     this.waiters.clear();
+    this.stalls.stop();
     for (const watch of this.locks.values()) watch.stop();
     this.locks.clear();
   }

@@ -3,6 +3,7 @@ import type { BaseLock } from './locks/base-lock';
 import type { LockContext } from './locks/context';
 import { LockOwnerMap } from './lock-owner-map';
 import { ownerLockKey, type Frame } from './owner';
+import { STALL_MS } from './timing';
 import type { GateEntry, OwnerGates } from './owner-gate';
 
 /**
@@ -28,8 +29,12 @@ export interface Hold {
    * confirms it. An unmarked hold is released as any hold of its owner.
    */
   marked: boolean;
-  /** The lease asked for, in ms; -1 when the watchdog keeps the lease. */
-  readonly leaseTime: number;
+  /**
+   * The lease asked for, in ms; -1 when the watchdog keeps the lease. A group lock's member hold
+   * has it set once more, in place, when the group cuts its members to the lease asked (see
+   * HoldBook.setLease): whoever took the hold keeps releasing this very object.
+   */
+  leaseTime: number;
   /** The hold's place in its owner's gate (see OwnerGates), left when the hold ends. */
   readonly entry: GateEntry;
   /** The class of the hold's lock (see LockClass). */
@@ -43,9 +48,14 @@ export interface Hold {
   readonly acquiredAt: number;
   /**
    * For a read lock's hold: the owner's read-hold timeout prefix, which the watchdog renews with
-   * the hash (see lua/rwlock/renew-read.lua). None for the exclusive kinds.
+   * the hash (see lua/rwlock/renew.lua). None for the other kinds.
    */
   readonly readTimeouts?: string;
+  /**
+   * For either half of a read-write lock: the name's writer-preference flag, which the watchdog
+   * keeps as long as the hash it renews (see lua/rwlock/renew.lua). None for the other kinds.
+   */
+  readonly preference?: string;
 }
 
 /** A hold taken out of the book for its release (see HoldBook.takeForRelease). */
@@ -77,6 +87,8 @@ export class HeldLock {
   leaseEnd = 0;
   /** A watchdog renewal is on its way; the next tick does not pile another on top. */
   renewing = false;
+  /** Why the last watchdog renewal failed, until one succeeds (for the reason of a lost lease). */
+  renewalError?: unknown;
   /** Held for a group lock, which reports the loss itself (when its quorum is lost). */
   quiet = false;
   /**
@@ -105,6 +117,11 @@ export class HeldLock {
   /** A read lock's timeout prefix, renewed with its hash (see Hold.readTimeouts). */
   get readTimeouts(): string | undefined {
     return this.holds[0]?.readTimeouts;
+  }
+
+  /** A read-write lock's writer-preference flag, kept with its hash (see Hold.preference). */
+  get preference(): string | undefined {
+    return this.holds[0]?.preference;
   }
 }
 
@@ -175,11 +192,12 @@ export class HoldBook {
     return entry;
   }
 
-  /** The newest hold now has this fixed lease, ending at leaseEnd (performance.now() time). */
-  setNewestLease(entry: HeldLock, leaseTime: number, leaseEnd: number): void {
-    const newest = entry.holds.pop();
-    if (!newest) return;
-    entry.holds.push({ ...newest, leaseTime });
+  /**
+   * `hold`, the entry's only hold, now has this fixed lease, ending at leaseEnd (performance.now()
+   * time). The hold is changed in place, not replaced: its release names this very object.
+   */
+  setLease(entry: HeldLock, hold: Hold, leaseTime: number, leaseEnd: number): void {
+    hold.leaseTime = leaseTime;
     entry.leaseEnd = leaseEnd;
     this.watchExpiry(entry);
   }
@@ -329,14 +347,25 @@ export class HoldBook {
     if (entry.byWatchdog) return;
     const delay = Math.max(0, entry.leaseEnd - performance.now());
     entry.expiryTimer = setTimeout(() => {
-      this.lose(
-        entry,
-        'lease-expired',
-        'its lease ran out while it was still held',
-        (entry.guards?.size ?? 0) > 0,
-      );
+      this.fixedLeaseOver(entry, performance.now() - entry.leaseEnd > STALL_MS);
     }, delay);
     entry.expiryTimer.unref();
+  }
+
+  /**
+   * The fixed lease of `entry` ran out: found by its expiry timer, or by the holder's next call
+   * before that timer ran. `stoodStill`: that timer was late, the event loop standing still when
+   * the lease ended (the holder was not running). Expected, unless a withLock still runs on it.
+   */
+  fixedLeaseOver(entry: HeldLock, stoodStill: boolean): void {
+    this.lose(
+      entry,
+      'lease-expired',
+      stoodStill
+        ? 'its lease ran out while the holder was not running (its event loop stood still, or the process was paused)'
+        : 'its lease ran out while it was still held',
+      (entry.guards?.size ?? 0) > 0,
+    );
   }
 }
 

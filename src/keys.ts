@@ -53,6 +53,49 @@ export function lockKeys(name: string, slot?: number): LockKeys {
   return { lock: name, channel: prefixName('redisson_lock__channel', name, slot) };
 }
 
+/**
+ * How a client's channel is published to: 'sharded' (SPUBLISH, a shard channel), 'classic'
+ * (PUBLISH, whose answer counts the receivers), 'broadcast' (PUBLISH on a cluster: the message
+ * reaches every node, but the answer counts only one node's receivers).
+ */
+export type AddressWay = 'sharded' | 'classic' | 'broadcast';
+
+const ADDRESS_WAYS: Record<AddressWay, string> = { sharded: 's', classic: 'p', broadcast: 'b' };
+
+/** The way to a client that publishes with `publish`, on a cluster or not. */
+export function addressWay(publish: 'publish' | 'spublish', cluster: boolean): AddressWay {
+  return publish === 'spublish' ? 'sharded' : cluster ? 'broadcast' : 'classic';
+}
+
+/**
+ * Where a client hears the messages meant for it alone (see lua/include/addresses.lua): its channel,
+ * under the connection's keyPrefix (scripts get it as an argument, which ioredis does not prefix),
+ * and how it is published to.
+ */
+export function clientAddress(channel: string, keyPrefix: string, way: AddressWay): string {
+  return `${ADDRESS_WAYS[way]}:${keyPrefix}${channel}`;
+}
+
+/** What a getLock release sends the client it wakes, before the lock's key (see lock-waiters.lua). */
+export const WAKE_MESSAGE = 'wake\n';
+
+/**
+ * The clients waiting for a getLock lock, each by the channel it hears wake-ups on (see
+ * lua/include/lock-waiters.lua and lockWakeChannel). `slot`: see prefixName.
+ */
+export function lockWaitersKey(name: string, slot?: number): string {
+  return prefixName('rlock_lock_waiters', name, slot);
+}
+
+/**
+ * Where client `clientId` hears that lock `name` (getLock) was released for it: its own channel
+ * (clientChannel); with sharded pub/sub, whose channels are bound to a slot, a channel of its own
+ * in the lock's slot, subscribed while it waits there.
+ */
+export function lockWakeChannel(name: string, clientId: string, sharded: boolean, slot?: number): string {
+  return sharded ? `${prefixName('rlock_lock__channel', name, slot)}:${clientId}` : clientChannel(clientId);
+}
+
 const LATCH_PREFIX = 'rlock_hold_latch';
 
 /**
@@ -92,10 +135,18 @@ export interface FairLockKeys extends LockKeys {
   readonly queue: string;
   /** Zset owner id -> server time (ms) when its place expires unless refreshed. */
   readonly deadlines: string;
-  /** The owner a release handed the lock to, until it confirms. */
+  /** The hand-offs not taken up (see lua/include/fair-queue.lua). */
   readonly marker: string;
-  /** Where hand-offs are announced; the clients with waiters on the lock listen there. */
-  readonly handoffChannel: string;
+  /** Hash owner id -> the channel its client hears hand-offs on (see fairHandoffChannel). */
+  readonly channels: string;
+  /** What the channel of a client with sharded pub/sub begins with (see fairHandoffChannel). */
+  readonly shardChannel: string;
+  /** Redisson's RFairLock queue on the name, where rlock's waiters keep one place (see fair-queue.lua). */
+  readonly redissonQueue: string;
+  /** Redisson's RFairLock timeouts on the name: thread -> epoch ms after which Redisson drops it. */
+  readonly redissonTimeouts: string;
+  /** Where a Redisson release that reaches rlock's place in Redisson's queue is announced. */
+  readonly redissonPlaceChannel: string;
 }
 
 /**
@@ -112,8 +163,24 @@ export function fairLockKeys(name: string, slot?: number): FairLockKeys {
     queue: prefixName('rlock_fair_queue', name, slot),
     deadlines: prefixName('rlock_fair_deadlines', name, slot),
     marker: prefixName('rlock_fair_handoff', name, slot),
-    handoffChannel: prefixName('rlock_fair__channel', name, slot),
+    channels: prefixName('rlock_fair_channels', name, slot),
+    shardChannel: prefixName('rlock_fair__channel', name, slot),
+    redissonQueue: prefixName('redisson_lock_queue', name, slot),
+    redissonTimeouts: prefixName('redisson_lock_timeout', name, slot),
+    // Redisson tells its queue's head on redisson_lock__channel:{name}:<thread>; rlock's place is
+    // the thread 'rlock_fair' (see lua/include/fair-queue.lua).
+    redissonPlaceChannel: `${channel}:rlock_fair`,
   };
+}
+
+/**
+ * Where the client `clientId` hears the hand-offs of fair lock `keys`: its own channel (clientChannel),
+ * subscribed for its lifetime; with sharded pub/sub, whose channels are bound to a slot, a channel
+ * of its own in the lock's slot, subscribed while it has waiters there. A waiter's attempt keeps
+ * it beside its place, so that a release tells only the client it hands the lock to.
+ */
+export function fairHandoffChannel(keys: FairLockKeys, clientId: string, sharded: boolean): string {
+  return sharded ? `${keys.shardChannel}:${clientId}` : clientChannel(clientId);
 }
 
 /**

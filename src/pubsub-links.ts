@@ -37,6 +37,14 @@ export interface PubSubLink {
 export const SUBSCRIBER_OVERRIDES = { enableReadyCheck: false, enableAutoPipelining: false } as const;
 
 /**
+ * Whether a subscribe failed because the server has no such command (renamed away or disabled, as
+ * on servers and proxies without pub/sub): asking again would fail the same way, forever.
+ */
+export function isUnknownCommand(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError' && /^ERR unknown command/i.test(error.message);
+}
+
+/**
  * One pub/sub connection and the channels wanted on it. After the connection drops and comes
  * back, ioredis resubscribes on its own before it reports 'ready'; one more subscribe of every
  * channel is harmless and, replies being in order, confirms that all of them are in place again.
@@ -94,9 +102,17 @@ class Shard {
 
   add(channel: string): Promise<unknown> {
     this.channels.add(channel);
-    return this.whenReady().then(() =>
-      this.sharded ? shardCommands(this.connection).ssubscribe(channel) : this.connection.subscribe(channel),
-    );
+    return this.whenReady()
+      .then(() =>
+        this.sharded
+          ? shardCommands(this.connection).ssubscribe(channel)
+          : this.connection.subscribe(channel),
+      )
+      .catch((error: unknown) => {
+        // Not to be subscribed again after a reconnect: the server has no such command.
+        if (isUnknownCommand(error)) this.channels.delete(channel);
+        throw error;
+      });
   }
 
   /**
@@ -264,6 +280,12 @@ export class ClusterLink implements PubSubLink {
       (error: unknown) => {
         if (this.placements.get(channel) !== placement || placement.node !== node) return;
         if (!placement.confirmed) placement.reject(error);
+        // A node without pub/sub: placing the channel again, anywhere, fails the same way.
+        if (isUnknownCommand(error)) {
+          this.placements.delete(channel);
+          if (shard.channels.size === 0) this.dropShard(node as string, shard);
+          return;
+        }
         this.requestRefresh(REPLACE_RETRY_MS);
       },
     );

@@ -1,8 +1,8 @@
 import { AsyncResource } from 'node:async_hooks';
 import { onAbort } from './abort';
-import { ClientClosedError } from './errors';
+import { ClientClosedError, RedisReplyError } from './errors';
 import { DEBUG, debug } from './events';
-import type { LinkHandlers, PubSubLink } from './pubsub-links';
+import { isUnknownCommand, type LinkHandlers, type PubSubLink } from './pubsub-links';
 import { retryPause, settledWithin } from './timing';
 
 /**
@@ -27,6 +27,9 @@ import { retryPause, settledWithin } from './timing';
  * beyond its budget. The waiter gets a subscription that is not listening yet, whose sleeps are
  * cut short so it looks again every UNCONFIRMED_POLL_MS; the channel is subscribed again in the
  * background while anyone needs it, and once it is confirmed every waiter on it re-checks.
+ * Except on a server that does not know the command (pub/sub renamed away or disabled): no
+ * SUBSCRIBE is tried again, and every wait that needs one fails at once with a RedisReplyError
+ * that says so (getSpinLock is the lock for such servers).
  */
 
 /** How long an unused channel stays subscribed, to spare churn under steady contention. */
@@ -52,6 +55,8 @@ export type WakePolicy = (message: string) => number;
 const wakeLockWaiters: WakePolicy = (message) => (message === '0' ? 1 : Infinity);
 
 interface Sleeper {
+  /** The lock or synchronizer it waits for (see SubscribeOptions.lock). */
+  lock: string;
   /** How many messages the channel had delivered when it went to sleep. */
   since: number;
   wake(reason: WakeReason): void;
@@ -77,6 +82,8 @@ interface ChannelState {
   reportedUnconfirmed: boolean;
   /** Failed SUBSCRIBEs in a row, for the pause before the next. */
   failures: number;
+  /** The server answered that it has no such command: the channel is not subscribed again. */
+  unknown?: unknown;
   retry?: NodeJS.Timeout;
   sleepers: Sleeper[];
   /** Wake-ups that found nobody asleep, kept for waiters between attempts. */
@@ -85,9 +92,19 @@ interface ChannelState {
   messages: number;
   /** Messages name the waiter they are for (fair-lock hand-offs): they go to the hooks, not to sleepers. */
   addressed: boolean;
+  /** Where this channel's wake-ups come from while it is not subscribed in Redis (SubscribeOptions.via). */
+  via?: ChannelState;
+  /** Where its messages go instead of to sleepers (SubscribeOptions.onMessage). */
+  onMessage?: (message: string) => void;
   /** How many sleepers a message wakes; a channel belongs to one kind of object, which sets it. */
   wakes: WakePolicy;
   linger?: NodeJS.Timeout;
+}
+
+/** One subscription's sleep in progress, and the message that last woke it (see passOn). */
+interface SleepHold {
+  sleeper?: Sleeper;
+  wokenBy?: number;
 }
 
 /** A waiter's hold on one channel. */
@@ -103,6 +120,8 @@ export interface Subscription {
    * that both need more never wake each other in turns.
    */
   passOn(count: number): void;
+  /** Ends this waiter's sleep in progress, as a message would: true when it was asleep. */
+  interrupt(): boolean;
   /** Gives the channel back; the last holder's release unsubscribes it. */
   release(): void;
 }
@@ -117,6 +136,8 @@ export interface SubscriberHooks {
 }
 
 export interface SubscribeOptions {
+  /** The lock or synchronizer that waits on the channel: the name its errors carry. */
+  lock: string;
   /** Messages on this channel name the waiter they are for (see SubscriberHooks). */
   addressed?: boolean;
   /** How many sleepers a message wakes; default: the locks' rule (see WakePolicy). */
@@ -124,12 +145,21 @@ export interface SubscribeOptions {
   /** How long to wait for the SUBSCRIBE to be confirmed before going on without it, in ms. */
   budget: number;
   signal?: AbortSignal;
+  /**
+   * The channel is not subscribed in Redis (unless alsoInRedis asks for it): its wake-ups come
+   * addressed to this client on `via`, a channel the waiter holds already (see deliver).
+   */
+  via?: string;
+  /** Every message on the channel goes here instead of waking its sleepers. */
+  onMessage?: (message: string) => void;
 }
 
 export class Subscriber {
   private readonly channels = new Map<string, ChannelState>();
   private readonly link: PubSubLink;
   private closed = false;
+  /** The server's answer when it has no pub/sub (see isUnknownCommand): every subscription fails. */
+  private noPubSub?: unknown;
   private readonly scope = new AsyncResource('rlock.Subscriber');
 
   /**
@@ -169,23 +199,28 @@ export class Subscriber {
    */
   async subscribe(name: string, options: SubscribeOptions): Promise<Subscription> {
     this.throwIfClosed();
+    const { lock } = options;
+    if (this.noPubSub !== undefined) throw this.pubSubMissing(lock, this.noPubSub);
     const channel = this.channelPrefix + name;
     const state = this.stateOf(channel);
     if (options.addressed) state.addressed = true;
     if (options.wakes) state.wakes = options.wakes;
+    if (options.via !== undefined) state.via = this.channels.get(this.channelPrefix + options.via);
+    if (options.onMessage) state.onMessage = options.onMessage;
     state.refs += 1;
     clearTimeout(state.linger);
-    this.ensureSubscribed(channel, state);
+    if (options.via === undefined) this.ensureSubscribed(channel, state);
     try {
-      if (!state.confirmed) {
+      if (!this.listens(state) && options.via === undefined) {
         await settledWithin(state.ready, Math.min(options.budget, CONFIRM_WAIT_MS), options.signal);
       }
       this.throwIfClosed();
+      if (state.unknown !== undefined) throw this.pubSubMissing(lock, state.unknown);
     } catch (error) {
       this.unref(channel, state);
       throw error;
     }
-    if (!state.confirmed) {
+    if (!this.listens(state) && options.via === undefined) {
       state.handedOutUnconfirmed = true;
       if (!state.reportedUnconfirmed) {
         state.reportedUnconfirmed = true;
@@ -197,22 +232,26 @@ export class Subscriber {
       }
     }
     let released = false;
-    /** The message (by number) that last woke this waiter, until it is passed on. */
-    let wokenBy: number | undefined;
+    const hold: SleepHold = {};
+    const listens = (): boolean => this.listens(state);
     return {
       get listening() {
-        return state.confirmed;
+        return listens();
       },
-      sleep: async (ms, signal) => {
-        wokenBy = undefined;
-        const reason = await this.sleep(state, ms, signal);
-        if (reason === 'message') wokenBy = state.messages;
-        return reason;
+      sleep: (ms, signal) => {
+        hold.wokenBy = undefined;
+        return this.sleep(state, ms, signal, hold, lock);
+      },
+      interrupt: () => {
+        const { sleeper } = hold;
+        if (!sleeper) return false;
+        sleeper.wake('message');
+        return true;
       },
       passOn: (count) => {
-        if (wokenBy === undefined) return;
-        const before = wokenBy;
-        wokenBy = undefined;
+        if (hold.wokenBy === undefined) return;
+        const before = hold.wokenBy;
+        hold.wokenBy = undefined;
         const waiting = state.sleepers.filter((sleeper) => sleeper.since < before).slice(0, count);
         for (const sleeper of waiting) sleeper.wake('message');
       },
@@ -222,6 +261,42 @@ export class Subscriber {
         this.unref(channel, state);
       },
     };
+  }
+
+  /**
+   * A wake-up for this client's waiters on `name` (a channel subscribed with `via`), come addressed:
+   * it wakes one of them, as a release message would. False when none waits here (it is the
+   * caller's to pass on).
+   */
+  deliver(name: string): boolean {
+    const state = this.channels.get(this.channelPrefix + name);
+    if (!state || state.refs <= 0) return false;
+    state.messages += 1;
+    this.wakeSome(state, 1);
+    return true;
+  }
+
+  /** How many of this client's waiters hold a subscription to `name` now. */
+  holders(name: string): number {
+    return this.channels.get(this.channelPrefix + name)?.refs ?? 0;
+  }
+
+  /**
+   * The waiters on `name`, a channel held `via` another, must hear its messages in Redis too (the
+   * lock's holder is not a client that addresses its wake-ups): it is subscribed, and once that is
+   * confirmed its waiters look again (a message before it went unheard).
+   */
+  alsoInRedis(name: string): void {
+    const channel = this.channelPrefix + name;
+    const state = this.channels.get(channel);
+    if (!state || state.refs <= 0 || state.subscribed) return;
+    state.handedOutUnconfirmed = true;
+    this.ensureSubscribed(channel, state);
+  }
+
+  /** Whether a release on `state`'s channel will be heard now. */
+  private listens(state: ChannelState): boolean {
+    return state.subscribed || state.via === undefined ? state.confirmed : state.via.confirmed;
   }
 
   /** Rejects every sleeping waiter and closes the connection if this client opened it. */
@@ -288,6 +363,13 @@ export class Subscriber {
       (error: unknown) => {
         if (!current()) return;
         state.subscribed = false;
+        if (isUnknownCommand(error)) {
+          // Asking again would fail the same way: the waiters are told instead (see subscribe).
+          state.unknown = this.noPubSub = error;
+          for (const sleeper of state.sleepers.splice(0))
+            sleeper.fail(this.pubSubMissing(sleeper.lock, error));
+          return;
+        }
         state.failures += 1;
         if (state.refs <= 0) return;
         const pause = retryPause(state.failures);
@@ -323,8 +405,15 @@ export class Subscriber {
       state.subscribed = false;
       state.confirmed = false;
       if (DEBUG) debug('unsubscribe %s', channel);
-      state.queue = this.queueAfter(state.queue, () => this.link.unsubscribe(channel));
-      state.queue.catch(() => undefined).then(() => this.forget(channel, state));
+      const unsubscribed = this.queueAfter(state.queue, () => this.link.unsubscribe(channel));
+      state.queue = unsubscribed;
+      // Forgotten only when nothing was queued after it: a (un)subscribe queued meanwhile belongs to
+      // this state, and a new state's SUBSCRIBE must not go out before this state's last UNSUBSCRIBE.
+      unsubscribed
+        .catch(() => undefined)
+        .then(() => {
+          if (state.queue === unsubscribed) this.forget(channel, state);
+        });
     }, LINGER_MS);
     state.linger.unref();
   }
@@ -335,26 +424,37 @@ export class Subscriber {
     }
   }
 
-  private sleep(state: ChannelState, ms: number, signal?: AbortSignal): Promise<WakeReason> {
+  /** Sleeps on `state`'s channel; `hold` learns the sleeper while it sleeps, and what woke it. */
+  private sleep(
+    state: ChannelState,
+    ms: number,
+    signal: AbortSignal | undefined,
+    hold: SleepHold,
+    lock: string,
+  ): Promise<WakeReason> {
     this.throwIfClosed();
     signal?.throwIfAborted();
     if (state.permits > 0) {
       state.permits -= 1;
+      hold.wokenBy = state.messages;
       return Promise.resolve('message');
     }
     // Not listening: a release would go unheard, so look again soon.
-    const delay = state.confirmed ? ms : Math.min(ms, UNCONFIRMED_POLL_MS);
+    const delay = this.listens(state) ? ms : Math.min(ms, UNCONFIRMED_POLL_MS);
     return new Promise<WakeReason>((resolve, reject) => {
       const finish = (): void => {
         clearTimeout(timer);
         stopListening?.();
+        hold.sleeper = undefined;
         const index = state.sleepers.indexOf(sleeper);
         if (index >= 0) state.sleepers.splice(index, 1);
       };
       const sleeper: Sleeper = {
+        lock,
         since: state.messages,
         wake: (reason) => {
           finish();
+          if (reason === 'message') hold.wokenBy = state.messages;
           resolve(reason);
         },
         fail: (error) => {
@@ -364,6 +464,7 @@ export class Subscriber {
       };
       const timer = setTimeout(() => sleeper.wake('timeout'), delay);
       const stopListening = signal && onAbort(signal, () => sleeper.fail(signal.reason));
+      hold.sleeper = sleeper;
       state.sleepers.push(sleeper);
     });
   }
@@ -372,6 +473,7 @@ export class Subscriber {
     const state = this.channels.get(channel);
     if (!state) return;
     if (state.addressed) return this.hooks.onAddressedMessage(message);
+    if (state.onMessage) return state.onMessage(message);
     state.messages += 1;
     const count = state.wakes(message);
     if (count === Infinity || Number.isNaN(count)) this.wakeAll(state);
@@ -409,6 +511,22 @@ export class Subscriber {
   /** The connection dropped: nothing is heard until it is back and resubscribed. */
   private onDropped(): void {
     for (const state of this.channels.values()) state.confirmed = false;
+  }
+
+  /**
+   * The error of a wait for `lock` on a server without pub/sub, made from the server's answer. It
+   * names the lock, not the channel (the first to fail is often the client's own).
+   */
+  private pubSubMissing(lock: string, answer: unknown): RedisReplyError {
+    return new RedisReplyError(
+      lock,
+      'subscribe',
+      'ERR',
+      `${String((answer as Error).message).trim()}: this server has no pub/sub (SUBSCRIBE renamed away or ` +
+        'disabled), and waiters of getLock, getFairLock, getFencedLock, getReadWriteLock and the ' +
+        'semaphores and latch sleep on it. Use getSpinLock on such a server',
+      { cause: answer },
+    );
   }
 
   private throwIfClosed(): void {

@@ -1,8 +1,10 @@
 import { onAbort } from './abort';
-import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
+import { RedisReplyError, RedisUnavailableError } from './errors';
+import { asLockError, isNotWritable, isPassing, mayHaveRun } from './call-errors';
 import { Deadlines, type Deadline, type DeadlineQueue } from './deadlines';
+import { Readiness, type ReadyWaiter } from './readiness';
 import type { RedisConnection } from './redis';
-import { retryPause } from './timing';
+import { retryPause, sharedDelay, STALL_MS } from './timing';
 
 /**
  * Every Redis command rlock sends goes through here, so that each one settles within its budget
@@ -16,9 +18,7 @@ import { retryPause } from './timing';
  * goes to `onLate`, where a grant nobody waits for any more is given back.
  *
  * Nothing is sent while the connection is not ready: the command waits (within its budget) for the
- * connection's 'ready'. That keeps waiters from piling retries into ioredis' offline queue during
- * an outage, and makes `enableOfflineQueue: false` work: ioredis rejects a command sent while it
- * (re)connects at once.
+ * connection's 'ready', unless the connection gave up on its commands (see Readiness).
  */
 export interface CallLimits<T, R = T> {
   /** How long the caller waits for the answer, in ms. Default: the client's commandTimeout. */
@@ -34,10 +34,21 @@ export interface CallLimits<T, R = T> {
   onOrphaned?: (fate: Fate<T>) => void;
   /**
    * A command whose outcome must be learned (a release, a withdrawal: see RedisCalls.resend): when
-   * the caller is not told whether it ran, it is sent again in the background for up to this many
-   * ms. Held by the call itself rather than in closures, as thousands can be in flight.
+   * the caller is not told whether it ran, it is sent again in the background until this
+   * performance.now() time (its window's close). Held by the call itself rather than in closures,
+   * as thousands can be in flight.
    */
-  resendFor?: number;
+  resendUntil?: number;
+  /**
+   * What goes on in the background instead of sending the same command again until resendUntil:
+   * a change that settles its request and makes a new one if need be (see changeOnce in resend.ts).
+   */
+  sendAgain?: () => Promise<Resent<T>>;
+  /**
+   * Learns what became of the command once it was sent again in the background (see
+   * resendUntil, sendAgain): answered, or given up on.
+   */
+  onResent?: (outcome: Resent<T>) => void;
   /** Calls of one lane go out one at a time: a call waits until the previous one was answered. */
   lane?: Lane;
   /** A wait's call: close() settles it at once with ClientClosedError. */
@@ -66,6 +77,14 @@ export type Sender<T> = (() => Promise<T>) | { send(): Promise<T> };
 export type Fate<T> = { ran: true; value: T } | { ran: 'unknown' };
 
 /**
+ * What became of a command sent again in the background (see CallLimits.resendUntil). Answered:
+ * `value` is the first run's own answer when it came late, else a copy's (`byCopy`), which says
+ * what the copy found: after a first run that may have done the work (a request latch makes the
+ * copy change nothing then). Not answered: given up on when its window closed, or refused for good.
+ */
+export type Resent<T> = { answered: true; value: T; byCopy: boolean } | { answered: false; error: unknown };
+
+/**
  * One waiter's calls. A waiter whose attempt went unanswered (a paused server) sends its next
  * attempt only after that one is answered, instead of stacking attempts that would all run when
  * the server resumes.
@@ -73,46 +92,6 @@ export type Fate<T> = { ran: true; value: T } | { ran: 'unknown' };
 export interface Lane {
   /** The lane's call whose fate is not known yet, if any. */
   unanswered?: { afterAnswer(go: () => void): void };
-}
-
-/** Reply codes that say "not now" rather than "never": a wait tries again while it has time. */
-const PASSING_REPLY_CODES = new Set(['LOADING', 'BUSY', 'MASTERDOWN', 'CLUSTERDOWN', 'TRYAGAIN']);
-
-/** The connection was quit or disconnected by its owner: ioredis will not reconnect it. */
-class ConnectionEnded extends Error {
-  constructor() {
-    super('the connection was closed with quit() or disconnect() (status end) and does not reconnect');
-  }
-}
-
-/** True for errors worth another try within the same wait: Redis unreachable, slow or busy. */
-export function isPassing(error: unknown): boolean {
-  if (error instanceof RedisUnavailableError) return !(error.cause instanceof ConnectionEnded);
-  return error instanceof RedisReplyError && PASSING_REPLY_CODES.has(error.replyCode);
-}
-
-/** ioredis' ways of saying the server could not be reached or did not answer. */
-const UNREACHABLE =
-  /Connection is closed|Stream isn't writeable|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|EAI_AGAIN|None of startup nodes|Failed to refresh slots cache|Cluster isn't ready|Too many Cluster redirections|max retries per request/i;
-
-/** The error a caller sees for `error`, raised while doing `operation` on lock `lock`. */
-export function asLockError(error: unknown, lock: string, operation: string): unknown {
-  if (error instanceof RLockError || !(error instanceof Error)) return error;
-  if (error.name === 'ReplyError') {
-    const replyCode = /^[A-Z]+/.exec(error.message)?.[0] ?? 'ERR';
-    return new RedisReplyError(lock, operation, replyCode, error.message, { cause: error });
-  }
-  if (
-    error instanceof ConnectionEnded ||
-    error.name === 'MaxRetriesPerRequestError' ||
-    error.name === 'ClusterAllFailedError' ||
-    UNREACHABLE.test(error.message)
-  ) {
-    return new RedisUnavailableError(lock, operation, `Redis is unreachable: ${error.message}`, {
-      cause: error,
-    });
-  }
-  return error;
 }
 
 interface PendingCall {
@@ -123,10 +102,25 @@ interface PendingCall {
 /** The limits of a call that has none of its own. */
 const NO_LIMITS = Object.freeze({});
 
+/** What RedisCalls tells its client about calls nobody waits for (see RedisCalls.resend). */
+export interface CallHooks {
+  /**
+   * A call unanswered is sent again in the background (`retryInMs` 0), or a call re-sent in the
+   * background failed for good, or was not answered in its window (no `retryInMs`).
+   */
+  report?(lock: string, operation: string, error: unknown, retryInMs?: number): void;
+  /** A request reached Redis after its window (a LATE reply): the server clock's reading may be off. */
+  onLate?(): void;
+}
+
+/** A script's answer to a copy of a request that reached Redis after its window (see resend.ts). */
+export function isLate(error: unknown): boolean {
+  return error instanceof RedisReplyError && error.replyCode === 'LATE';
+}
+
 export class RedisCalls {
-  /** Calls waiting for the connection's next 'ready' (used by CallInFlight). */
-  readonly readyWaiters = new Set<() => void>();
-  private listening = false;
+  /** When a command may go out (used by CallInFlight). */
+  readonly readiness: Readiness;
   /** The calls of waits in flight, which close() settles (used by CallInFlight). */
   readonly waits = new Set<PendingCall>();
   /** The budgets of the calls in flight (used by CallInFlight). */
@@ -138,8 +132,10 @@ export class RedisCalls {
     readonly commandTimeout: number,
     /** Runs fn in the client's async scope (see Deadlines). */
     inClientScope?: <T>(fn: () => T) => T,
+    readonly hooks: CallHooks = {},
   ) {
     this.deadlines = new Deadlines(inClientScope);
+    this.readiness = new Readiness(redis);
   }
 
   /**
@@ -155,18 +151,38 @@ export class RedisCalls {
     });
   }
 
-  /** sendUntilAnswered's loop (see resend.ts): here, so that a call can start it by itself. */
-  async resend(lock: string, operation: string, lifetimeMs: number, send: Sender<unknown>): Promise<void> {
-    const until = performance.now() + lifetimeMs;
+  /**
+   * sendUntilAnswered's loop (see resend.ts): here, so that a call can start it by itself. Nobody
+   * waits for it, so what it cannot settle is reported: a refusal (a LATE copy took no effect), or
+   * no answer before `stopAt`. The caller that started it (see CallLimits.onResent) learns what
+   * came of it.
+   */
+  async resend<T>(lock: string, operation: string, stopAt: number, send: Sender<T>): Promise<Resent<T>> {
+    const startedAt = performance.now();
     for (let tries = 1; ; tries += 1) {
+      let failure: unknown;
       try {
-        await this.run(lock, operation, send);
-        return;
+        // Nobody waits for it: a copy waits for its answer as long as there is time (replies may
+        // be slower than commandTimeout), and another goes out only after a failure. Rounded (see
+        // sharedDelay), as the calls of one budget share a queue of deadlines.
+        const budget = Math.max(this.commandTimeout, sharedDelay(stopAt - performance.now()));
+        return { answered: true, value: await this.run(lock, operation, send, { budget }), byCopy: true };
       } catch (error) {
-        if (!isPassing(error)) return;
+        failure = error;
+      }
+      if (!isPassing(failure)) {
+        this.hooks.report?.(lock, operation, failure);
+        return { answered: false, error: failure };
       }
       const pause = retryPause(tries);
-      if (performance.now() + pause >= until) return;
+      if (performance.now() + pause >= stopAt) {
+        const detail =
+          `sent again for ${Math.round(performance.now() - startedAt)} ms without an answer, until its ` +
+          'window closed: it took effect once or not at all, and which is not known';
+        const error = new RedisUnavailableError(lock, operation, detail);
+        this.hooks.report?.(lock, operation, error);
+        return { answered: false, error };
+      }
       await new Promise((resolve) => setTimeout(resolve, pause).unref());
     }
   }
@@ -176,45 +192,8 @@ export class RedisCalls {
     for (const call of [...this.waits]) call.fail(reason);
   }
 
-  /**
-   * Dispatches `call` at once when the connection is ready; otherwise when it is, returning the
-   * callback registered for that. Fails it when the connection never will be ready (it was closed
-   * by its owner). `unwritable`: the socket refused the call's write, so a 'ready' status is stale
-   * (the server closed the socket and ioredis has not noticed yet): the call waits for the next.
-   */
-  whenReady(call: CallInFlight<unknown, unknown>, unwritable = false): (() => void) | undefined {
-    const status = this.status();
-    if (status === undefined || (status === 'ready' && !unwritable)) {
-      call.dispatch();
-      return undefined;
-    }
-    if (status === 'end') {
-      call.failWith(new ConnectionEnded());
-      return undefined;
-    }
-    // lazyConnect: nothing connects until a command is sent, and none will be until it is ready.
-    if (status === 'wait')
-      (this.redis as { connect?: () => Promise<unknown> }).connect?.().catch(() => undefined);
-    this.listen();
-    const waiter = (): void => {
-      this.readyWaiters.delete(waiter);
-      call.dispatch();
-    };
-    this.readyWaiters.add(waiter);
-    return waiter;
-  }
-
-  /** One 'ready' listener for every waiting call, not one each (they can be thousands). */
-  private listen(): void {
-    if (this.listening) return;
-    this.listening = true;
-    this.redis.on('ready', () => {
-      for (const waiter of [...this.readyWaiters]) waiter();
-    });
-  }
-
   status(): string | undefined {
-    return (this.redis as { status?: string }).status;
+    return this.readiness.status();
   }
 }
 
@@ -223,8 +202,8 @@ export class RedisCalls {
  * fate of an answer that came too late. One object per call, not a closure per outcome: with
  * thousands of calls in flight, what each keeps alive is what the garbage collector copies.
  */
-class CallInFlight<T, R> implements PendingCall, Deadline {
-  readonly at: number;
+class CallInFlight<T, R> implements PendingCall, Deadline, ReadyWaiter {
+  at: number;
   queue?: DeadlineQueue;
   earlier?: Deadline;
   later?: Deadline;
@@ -238,10 +217,16 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
   private settledWithoutIt = false;
   /** Sent again in the background already (see resendInBackground). */
   private resent = false;
+  /** Its deadline was moved once for an event loop that stood still (see expire). */
+  private stallForgiven = false;
+  /** What the call failed with, for the report of its sending again (see resendInBackground). */
+  private failure: unknown;
+  /** The command's own answer, when it came after the call settled without it. */
+  private lateAnswer?: { value: T };
   private grace: NodeJS.Timeout | undefined;
   /** Calls of the lane waiting for this one's fate (see Lane); made for the first of them. */
   private next: Array<() => void> | undefined;
-  private waitingForReady: (() => void) | undefined;
+  private waitingForReady = false;
   private stopListening: (() => void) | undefined;
 
   constructor(
@@ -265,12 +250,15 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
     const { signal } = this.limits;
     if (signal) this.stopListening = onAbort(signal, () => this.fail(signal.reason));
     if (this.endsWithClose) calls.waits.add(this);
-    this.waitingForReady = calls.whenReady(this as CallInFlight<unknown, unknown>);
+    this.waitingForReady = calls.readiness.whenReady(this);
   }
 
   /** Sends the command (the connection is ready), after the lane's previous one was answered. */
   dispatch(): void {
-    this.waitingForReady = undefined;
+    if (this.waitingForReady) {
+      this.waitingForReady = false;
+      this.calls.readiness.forget(this);
+    }
     if (this.settled) return;
     const { lane } = this.limits;
     if (lane?.unanswered && lane.unanswered !== this) {
@@ -295,7 +283,19 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
   }
 
   /** The deadline passed: the call fails, saying whether Redis was slow or out of reach. */
-  expire(): void {
+  expire(stoodStillMs: number): void {
+    if (this.settled) return;
+    if (stoodStillMs > STALL_MS && !this.stallForgiven) {
+      // The event loop stood still (long synchronous work, a stopped process) while this call
+      // waited: it could not read an answer, nor send what was still to go out (a write Node
+      // buffered behind another, an auto-pipelined command, the lane's next). The stall took the
+      // budget, not Redis: Redis gets that time once more, up to the whole budget.
+      this.stallForgiven = true;
+      const grace = Math.ceil(Math.min(this.budget, stoodStillMs));
+      this.at = performance.now() + grace;
+      this.calls.deadlines.insert(grace, this);
+      return;
+    }
     const status = this.calls.status();
     const budget = Math.round(this.budget);
     const detail =
@@ -308,14 +308,15 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
   /** Settles the call with `error` as it is (an abort's or close's reason). */
   fail(error: unknown): void {
     if (!this.finish()) return;
+    this.failure = error;
     // Not answered in time: it may still run, or never (or was never written); sending it again
     // settles which.
-    if (this.limits.resendFor !== undefined && isPassing(error)) this.resendInBackground();
+    if (this.resends && isPassing(error)) this.resendInBackground();
     if (this.dispatched && !this.fateKnown) {
       this.settledWithoutIt = true;
       // A command that never settles (a reset connection that ioredis does not re-send) counts
       // as "unknown" after one more commandTimeout.
-      if (this.limits.onOrphaned || this.limits.lane || this.limits.resendFor !== undefined) {
+      if (this.limits.onOrphaned || this.limits.lane || this.resends) {
         this.grace = setTimeout(() => this.learn({ ran: 'unknown' }), this.calls.commandTimeout);
         this.grace.unref();
       }
@@ -326,11 +327,17 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
 
   /** Settles the call with the error a caller sees for `error` (see asLockError). */
   failWith(error: unknown): void {
-    this.fail(asLockError(error, this.lock, this.operation));
+    const failure = asLockError(error, this.lock, this.operation);
+    // Answered in time, yet after its window: the reading of the server's clock is off. (A copy
+    // whose caller gave up may well arrive late: that says nothing about the clock.)
+    if (!this.settled && isLate(failure)) this.calls.hooks.onLate?.();
+    this.fail(failure);
   }
 
   private answer(value: T): void {
     const inTime = this.finish();
+    // The truth about a command sent again meanwhile, however late (see resendInBackground).
+    if (!inTime && this.resent) this.lateAnswer = { value };
     // Learned first: a caller that goes on from the answer (see CallLimits.answered) may send the
     // lane's next call at once.
     this.learn({ ran: true, value });
@@ -352,7 +359,7 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
     if (!this.settled && isNotWritable(error) && this.calls.status() !== undefined) {
       this.dispatched = false;
       this.learn(undefined);
-      this.waitingForReady = this.calls.whenReady(this as CallInFlight<unknown, unknown>, true);
+      this.waitingForReady = this.calls.readiness.whenReady(this, true);
       return;
     }
     // Written, then cut off or timed out by ioredis: it may run yet, or have run.
@@ -368,7 +375,7 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
     const { calls } = this;
     calls.deadlines.cancel(this);
     this.stopListening?.();
-    if (this.waitingForReady) calls.readyWaiters.delete(this.waitingForReady);
+    if (this.waitingForReady) calls.readiness.forget(this);
     if (this.endsWithClose) calls.waits.delete(this);
     return true;
   }
@@ -392,34 +399,42 @@ class CallInFlight<T, R> implements PendingCall, Deadline {
     if (next) for (const go of next) queueMicrotask(go);
     if (!fate || !this.settledWithoutIt) return;
     this.limits.onOrphaned?.(fate);
-    if (fate.ran === 'unknown' && this.limits.resendFor !== undefined) this.resendInBackground();
+    if (fate.ran === 'unknown' && this.resends) this.resendInBackground();
   }
 
-  /** Sends the command again until answered (see CallLimits.resendFor), once per call. */
+  /** Whether the command goes on in the background when its caller is not told whether it ran. */
+  private get resends(): boolean {
+    return this.limits.resendUntil !== undefined || this.limits.sendAgain !== undefined;
+  }
+
+  /**
+   * Sends the command again until answered (see CallLimits.resendUntil), or hands it to sendAgain,
+   * once per call; says so (the caller got an error, yet the work goes on), and tells onResent what
+   * came of it.
+   */
   private resendInBackground(): void {
     if (this.resent) return;
     this.resent = true;
-    const lifetime = this.limits.resendFor as number;
-    void this.calls.resend(this.lock, this.operation, lifetime, this.sender as Sender<unknown>);
+    const { calls, limits, lock, operation } = this;
+    calls.hooks.report?.(lock, operation, this.failure, 0);
+    // sendAgain's outcome is the change's own (its settlement knows what the first run did).
+    if (limits.sendAgain) {
+      void limits.sendAgain().then((outcome) => limits.onResent?.(outcome));
+      return;
+    }
+    void calls.resend(lock, operation, limits.resendUntil as number, this.sender).then((outcome) => {
+      // The first run's own answer, when it came, says what happened; a copy only what it found.
+      const late = this.lateAnswer;
+      limits.onResent?.(late ? { answered: true, value: late.value, byCopy: false } : outcome);
+    });
   }
 }
+
+export { asLockError, connectionGaveUp, isPassing } from './call-errors';
 
 /** A failed call's outcome: the failure, or what `limits.failed` makes of it a microtask later. */
 function settleFailed<T, R>(limits: CallLimits<T, R>, error: unknown): Promise<R> {
   const { failed } = limits;
   const failure = Promise.reject(error);
   return failed ? failure.catch((reason: unknown) => failed.call(limits, reason)) : failure;
-}
-
-function isNotWritable(error: unknown): boolean {
-  return error instanceof Error && /Stream isn't writeable/.test(error.message);
-}
-
-/**
- * Whether a command ioredis failed may still have run: every failure but Redis' own answer (a
- * ReplyError: it ran, and refused) and a command that was never written (not writeable).
- */
-function mayHaveRun(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  return error.name !== 'ReplyError' && !isNotWritable(error) && !(error instanceof ConnectionEnded);
 }

@@ -11,6 +11,8 @@ export interface RedisConnection {
   get(key: string): Promise<string | null>;
   pttl(key: string): Promise<number>;
   del(...keys: string[]): Promise<number>;
+  /** TIME: the server's clock, [seconds, microseconds] (see ServerClock). */
+  time(): Promise<Array<string | number>>;
   /** WAIT: used only with the waitForReplicas option. */
   wait?(replicas: number, timeout: number): Promise<number>;
   subscribe(...channels: string[]): Promise<unknown>;

@@ -16,6 +16,11 @@ type ScriptArg = string | number;
 
 /** How a script announces releases: classic pub/sub, or a cluster's shard channels. */
 export type PublishCommand = 'publish' | 'spublish';
+/**
+ * How a lock's release announces itself: as PublishCommand says, or not at all ('none': the spin
+ * lock, which is for servers that have no pub/sub command).
+ */
+export type ReleaseAnnouncement = PublishCommand | 'none';
 type ScriptCall = (...args: Array<ScriptArg | ScriptArg[]>) => Promise<unknown>;
 
 export type Script<Keys extends string[], Args extends ScriptArg[], Result> = (
@@ -212,6 +217,35 @@ function defineScript<Keys extends string[], Args extends ScriptArg[], Result>(
 }
 
 /**
+ * A script that goes out as EVAL of its text every time, never as EVALSHA: for one that runs
+ * seldom, after Redis failed to answer, over a connection that may be slow, where the NOSCRIPT
+ * round trip of its first EVALSHA on a server would double the time it takes to reach Redis.
+ */
+function defineScriptSentAsText<Keys extends string[], Args extends ScriptArg[], Result>(
+  file: string,
+): Script<Keys, Args, Result> {
+  let lua: string | undefined;
+  return (redis, keys, args) => {
+    try {
+      lua ??= readLua(file);
+      const client = redis as unknown as {
+        eval(lua: string, keyCount: number, ...keysAndArgs: ScriptArg[]): Promise<unknown>;
+      };
+      const reply = client.eval.call(
+        sendsDirectly(redis) ? scriptSender(redis) : redis,
+        lua,
+        keys.length,
+        ...keys,
+        ...args,
+      );
+      return (answersNilAsNull(redis) ? reply : reply.then(nilAsNull)) as Promise<Result>;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+}
+
+/**
  * ioredis (and iovalkey, its fork) answers a Lua nil with null, ioredis-mock with undefined. A
  * connection known to be one of the first is answered as is: no promise more per script call.
  */
@@ -242,36 +276,88 @@ export const acquireFencedLock = defineScript<
 
 /**
  * Which hold a release gives back: the one its request marks, or any one of the owner's (for a hold
- * Redis did not mark; see lua/include/holds.lua).
+ * Redis did not mark; see lua/include/holds.lua), given as the end of the release's window (server
+ * ms, see RequestWindow): a copy that runs later takes nothing.
  */
-export type ReleaseWhich = 'marked' | 'any';
+export type ReleaseWhich = 'marked' | number;
 
-/** Returns 1 when the lock is free now, 0 when the owner still holds it, null when the hold is gone. */
+/** What the release of the last hold answers when it handed the lock on or woke a waiting client. */
+export const RELEASED_AND_HANDED_ON = 3;
+
+/**
+ * A release script's answer: 1 free, 0 still held by the owner, null the hold was gone, or
+ * RELEASED_AND_HANDED_ON (see BaseLock.releaseAnswered).
+ */
+export type ReleaseAnswer = 0 | 1 | typeof RELEASED_AND_HANDED_ON | null;
+
+/**
+ * Returns 1 when the lock is free now, 0 when the owner still holds it, null when the hold is gone;
+ * 1 + HANDED_ON when it is free and a waiting client was woken.
+ */
 export const releaseLock = defineScript<
-  [lock: string, channel: string, holdLatch: string],
-  [ownerId: string, latchMs: number, publish: PublishCommand, which: ReleaseWhich, markField: string],
-  0 | 1 | null
+  [lock: string, channel: string, holdLatch: string, waiters: string],
+  [ownerId: string, latchMs: number, publish: ReleaseAnnouncement, which: ReleaseWhich, markField: string],
+  ReleaseAnswer
 >('lock/release.lua');
 
 /** Returns 1 when a lock existed and is gone now, 0 when there was none. */
 export const forceReleaseLock = defineScript<
-  [lock: string, channel: string],
-  [publish: PublishCommand],
+  [lock: string, channel: string, waiters: string],
+  [publish: ReleaseAnnouncement],
   0 | 1
 >('lock/force-release.lua');
+
+/**
+ * An attempt of a getLock wait that listens for wake-ups, keeping the client among the lock's
+ * waiters (see lua/include/lock-waiters.lua): null when acquired or re-entered; the holder's ttl;
+ * [ttl] when the holder is not an rlock client (its release is heard only on Redisson's channel);
+ * -3 when withdrawn.
+ */
+export const waitForLock = defineScript<
+  [lock: string, holdLatch: string, waiters: string],
+  [leaseMs: number, ownerId: string, markField: string, address: string, alone: '1' | '0'],
+  number | [number] | null
+>('lock/wait.lua');
+
+/**
+ * Passes a getLock wake-up on to the client that has waited longest, when the lock is free;
+ * HANDED_ON when one was woken, else 0.
+ */
+export const passOnLockWakeup = defineScript<[lock: string, waiters: string], [ownAddress: string], number>(
+  'lock/pass-on.lua',
+);
 
 /** Returns, for each lock, 1 when renewed and 0 when its owner no longer holds it. */
 export const renewLocks = defineScript<string[], ScriptArg[], number[]>('lock/renew.lua');
 
+/**
+ * Added to a fair script's answer when it handed the lock to a waiter: the client that sent it
+ * watches that hand-off (see HandoffWatches).
+ */
+export const HANDED_ON = 2;
+
+/** Whether a fair script's answer says it handed the lock on (see HANDED_ON). */
+export function handedOn(answer: number | null): boolean {
+  return answer !== null && (answer & HANDED_ON) !== 0;
+}
+
 /** The fair lock's keys, in the order every fair script takes them. */
-export type FairKeys = [lock: string, queue: string, deadlines: string, marker: string, channel: string];
+export type FairKeys = [
+  lock: string,
+  queue: string,
+  deadlines: string,
+  marker: string,
+  channels: string,
+  redissonQueue: string,
+  redissonTimeouts: string,
+];
 
 /**
  * A first attempt that never queues (see lua/fair/try.lua): null when acquired or re-entered, -4
  * when waiters are queued on a free lock (acquireFairLock decides), else as acquireFairLock.
  */
 export const tryFairLock = defineScript<
-  [lock: string, queue: string, holdLatch: string],
+  [lock: string, queue: string, holdLatch: string, redissonQueue: string],
   [leaseMs: number, ownerId: string, markField: string],
   number | null
 >('fair/try.lua');
@@ -284,51 +370,76 @@ export const acquireFairLock = defineScript<
     ownerId: string,
     waiterTimeoutMs: number,
     mode: 'try' | 'first' | 'queued',
-    publish: PublishCommand,
     markField: string,
+    handoffTimeoutMs: number,
+    /** Where this owner's client hears hand-offs (see clientAddress). */
+    address: string,
+    publish: PublishCommand,
   ],
-  number | null
+  /** [ttl]: rlock's waiters keep a place in Redisson's queue; listen where that place is told. */
+  number | [number] | null
 >('fair/acquire.lua');
 
-/** Returns 1 when the owner's last hold is gone (and the lock handed on), 0 when it still holds, null when it held nothing. */
+/**
+ * Returns 1 when the owner's last hold is gone, 0 when it still holds, null when it held nothing;
+ * 1 + HANDED_ON when the last hold went and the lock was handed to the next waiter.
+ */
 export const releaseFairLock = defineScript<
   [...FairKeys, holdLatch: string],
   [
     ownerId: string,
     latchMs: number,
-    waiterTimeoutMs: number,
-    publish: PublishCommand,
+    handoffTimeoutMs: number,
     which: ReleaseWhich,
     markField: string,
+    publish: PublishCommand,
   ],
-  0 | 1 | null
+  ReleaseAnswer
 >('fair/release.lua');
 
-/** Leaves the queue; returns 1 when a hand-off that came too late was passed on. */
+/**
+ * Leaves the queue; returns 1 when a hand-off that came too late was given back, else 0, plus
+ * HANDED_ON when the lock was handed to the next waiter.
+ */
 export const leaveFairQueue = defineScript<
   FairKeys,
-  [ownerId: string, waiterTimeoutMs: number, publish: PublishCommand],
-  0 | 1
+  [ownerId: string, handoffTimeoutMs: number, publish: PublishCommand],
+  number
 >('fair/leave.lua');
+
+/**
+ * Hands the lock on if a hand-off this client made was never taken up (its provisional grant ran
+ * out); HANDED_ON when it did, else 0.
+ */
+export const settleFairHandoff = defineScript<
+  FairKeys,
+  [handoffTimeoutMs: number, publish: PublishCommand],
+  number
+>('fair/settle.lua');
 
 /** Takes over a hand-off with the owner's own lease, marked for a request; 1 when held, 0 when lost. */
 export const confirmFairHandoff = defineScript<
   [...FairKeys, holdLatch: string],
-  [ownerId: string, leaseMs: number, publish: PublishCommand, markField: string],
+  [ownerId: string, leaseMs: number, markField: string],
   0 | 1
 >('fair/confirm.lua');
 
-/** Returns 1 when a lock existed and is gone now (handed to the next waiter), 0 when there was none. */
+/**
+ * Returns 1 when a lock existed and is gone now, 0 when there was none, plus HANDED_ON when it was
+ * handed to the next waiter.
+ */
 export const forceReleaseFairLock = defineScript<
   FairKeys,
-  [waiterTimeoutMs: number, publish: PublishCommand],
-  0 | 1
+  [handoffTimeoutMs: number, publish: PublishCommand],
+  number
 >('fair/force-release.lua');
 
 /**
- * Keys: each lock's FairKeys once. Args: waiter timeout, publish command, then per lock the number
- * of its waiters and their owner ids. Returns, for each owner id in that order, 1 when its place
- * was kept and 0 when it is gone.
+ * Keys: each lock's FairKeys once. Args: waiter timeout, hand-off timeout, publish command, then per
+ * lock the number of its waiters and their owner ids. Returns, for each owner id in that order, 1
+ * when its place was kept and 0 when its waiter must look again (the place is gone, or a hand-off
+ * to it is pending or was passed over); then for each lock HANDED_ON when the call handed it to a
+ * waiter, else 0.
  */
 export const refreshFairPlaces = defineScript<string[], ScriptArg[], number[]>('fair/refresh.lua');
 
@@ -339,50 +450,70 @@ export const announceClient = defineScript<[entry: string], [lifetimeMs: number,
 
 /** Returns 1 when the withdrawn request had taken a hold and it is released now, else 0. */
 export const withdrawLock = defineScript<
-  [lock: string, channel: string, holdLatch: string],
-  [ownerId: string, latchMs: number, publish: PublishCommand, markField: string],
+  [lock: string, channel: string, holdLatch: string, waiters: string],
+  [ownerId: string, latchMs: number, publish: ReleaseAnnouncement, markField: string],
   0 | 1
 >('lock/withdraw.lua');
 
-/** Returns 1 when the withdrawn request had taken a hold and it is released now, else 0. */
+/**
+ * Returns 1 when the withdrawn request had taken a hold and it is released now, else 0, plus
+ * HANDED_ON when that handed the lock to the next waiter.
+ */
 export const withdrawFairLock = defineScript<
   [...FairKeys, holdLatch: string],
-  [ownerId: string, latchMs: number, waiterTimeoutMs: number, publish: PublishCommand, markField: string],
-  0 | 1
+  [ownerId: string, latchMs: number, handoffTimeoutMs: number, markField: string, publish: PublishCommand],
+  number
 >('fair/withdraw.lua');
+
+/**
+ * The synchronizers' scripts take their request's window (`until`, server ms; see RequestWindow)
+ * and how long its latch outlives it (`latchMs`); a copy that runs after the window rejects with a
+ * LATE reply and takes no effect.
+ */
+
+/**
+ * Settles a request that went unanswered (see lua/request/settle.lua): its latch's value when it
+ * took effect, 'w' when it had not (and now never will), null when its latch is gone. Sent as its
+ * text: it must reach Redis before the latch is gone, in one trip however slow the link.
+ */
+export const settleRequest = defineScriptSentAsText<
+  [requestLatch: string],
+  [until: number, latchMs: number],
+  string | null
+>('request/settle.lua');
 
 /** Returns [1, 0] when the permits were taken, [0, available] when too few are, [-3, 0] when withdrawn. */
 export const acquireSemaphore = defineScript<
   [permits: string, requestLatch: string],
-  [permits: number, latchMs: number],
+  [permits: number, latchMs: number, until: number],
   [1 | 0 | -3, number]
 >('semaphore/acquire.lua');
 
 /** Returns the available permits after adding (release, addPermits; negative takes away). */
 export const addSemaphorePermits = defineScript<
   [permits: string, channel: string, requestLatch: string],
-  [permits: number, latchMs: number, publish: PublishCommand],
+  [permits: number, latchMs: number, publish: PublishCommand, until: number],
   number
 >('semaphore/add.lua');
 
-/** Returns 1 when the request had taken permits and they are back, else 0. */
+/** Returns 1 when the request had taken permits and they are back, else 0 (`until`: the acquire's window). */
 export const withdrawSemaphore = defineScript<
   [permits: string, channel: string, requestLatch: string],
-  [permits: number, latchMs: number, publish: PublishCommand],
+  [permits: number, latchMs: number, publish: PublishCommand, until: number],
   0 | 1
 >('semaphore/withdraw.lua');
 
 /** Returns 1 when the permits were set, 0 when they were set already. */
 export const trySetSemaphorePermits = defineScript<
   [permits: string, channel: string, requestLatch: string],
-  [permits: number, latchMs: number, publish: PublishCommand],
+  [permits: number, latchMs: number, publish: PublishCommand, until: number],
   0 | 1
 >('semaphore/try-set.lua');
 
 /** Returns how many permits were taken. */
 export const drainSemaphore = defineScript<
   [permits: string, requestLatch: string],
-  [latchMs: number],
+  [latchMs: number, until: number],
   number
 >('semaphore/drain.lua');
 
@@ -392,28 +523,28 @@ type ExpirableKeys = [permits: string, timeouts: string, channel: string];
 /** Returns null when taken, else the ms until the first permit out expires (-1: none will), -3 when withdrawn. */
 export const acquireExpirablePermit = defineScript<
   [...ExpirableKeys, requestLatch: string],
-  [permitId: string, leaseMs: number, publish: PublishCommand],
+  [permitId: string, leaseMs: number, publish: PublishCommand, until: number],
   number | null
 >('expirable-semaphore/acquire.lua');
 
 /** Returns 1 when released, 0 when the permit was unknown or had expired. */
 export const releaseExpirablePermit = defineScript<
   [permits: string, channel: string, timeouts: string, requestLatch: string],
-  [permitId: string, latchMs: number, publish: PublishCommand],
+  [permitId: string, latchMs: number, publish: PublishCommand, until: number],
   0 | 1
 >('expirable-semaphore/release.lua');
 
-/** Returns 1 when the withdrawn request's permit is back, else 0. */
+/** Returns 1 when the withdrawn request's permit is back, else 0 (`until`: the acquire's window). */
 export const withdrawExpirablePermit = defineScript<
   [permits: string, channel: string, timeouts: string, requestLatch: string],
-  [permitId: string, latchMs: number, publish: PublishCommand],
+  [permitId: string, latchMs: number, publish: PublishCommand, until: number],
   0 | 1
 >('expirable-semaphore/withdraw.lua');
 
 /** Returns the available permits after adding. */
 export const addExpirablePermits = defineScript<
   [permits: string, channel: string, requestLatch: string],
-  [permits: number, latchMs: number, publish: PublishCommand],
+  [permits: number, latchMs: number, publish: PublishCommand, until: number],
   number
 >('expirable-semaphore/add.lua');
 
@@ -432,21 +563,21 @@ export const updateExpirablePermitLease = defineScript<
 /** Returns 1 when the count was set, 0 when one was set already. */
 export const trySetLatchCount = defineScript<
   [count: string, channel: string, requestLatch: string],
-  [count: number, latchMs: number, publish: PublishCommand, message: string],
+  [count: number, latchMs: number, publish: PublishCommand, message: string, until: number],
   0 | 1
 >('latch/try-set.lua');
 
 /** Returns the count left (0: open). */
 export const countDownLatch = defineScript<
   [count: string, channel: string, requestLatch: string],
-  [latchMs: number, publish: PublishCommand, message: string],
+  [latchMs: number, publish: PublishCommand, message: string, until: number],
   number
 >('latch/count-down.lua');
 
 /** Returns 1 when a latch existed and is gone, else 0. */
 export const deleteLatch = defineScript<
   [count: string, channel: string, requestLatch: string],
-  [latchMs: number, publish: PublishCommand, message: string],
+  [latchMs: number, publish: PublishCommand, message: string, until: number],
   0 | 1
 >('latch/delete.lua');
 
@@ -455,7 +586,7 @@ export const deleteLatch = defineScript<
  * = no expiry), or -3 when the request was withdrawn before it ran.
  */
 export const acquireReadLock = defineScript<
-  [lock: string, holdLatch: string, timeoutPrefix: string, writers: string],
+  [lock: string, holdLatch: string, timeoutPrefix: string, writers: string, preference: string],
   [leaseMs: number, ownerId: string, writeField: string, markField: string],
   number | null
 >('rwlock/read-acquire.lua');
@@ -474,61 +605,71 @@ export const acquireWriteLock = defineScript<
   number | null
 >('rwlock/write-acquire.lua');
 
+/** The keys of a read hold's release and withdrawal. */
+type ReadReleaseKeys = [
+  lock: string,
+  channel: string,
+  holdLatch: string,
+  timeoutPrefix: string,
+  timeoutBase: string,
+  writers: string,
+  preference: string,
+];
+
+/** The keys of a write hold's release and withdrawal. */
+type WriteReleaseKeys = [
+  lock: string,
+  channel: string,
+  holdLatch: string,
+  timeoutBase: string,
+  writers: string,
+  preference: string,
+];
+
 /** Returns 1 when the owner's last read hold is gone, 0 when it still reads, null when the hold is gone. */
 export const releaseReadLock = defineScript<
-  [
-    lock: string,
-    channel: string,
-    holdLatch: string,
-    timeoutPrefix: string,
-    timeoutBase: string,
-    writers: string,
-  ],
+  ReadReleaseKeys,
   [ownerId: string, latchMs: number, publish: PublishCommand, which: ReleaseWhich, markField: string],
   0 | 1 | null
 >('rwlock/read-release.lua');
 
 /** Returns 1 when the write lock is released, 0 when the owner still writes, null when the hold is gone. */
 export const releaseWriteLock = defineScript<
-  [lock: string, channel: string, holdLatch: string, timeoutBase: string],
+  WriteReleaseKeys,
   [writeField: string, latchMs: number, publish: PublishCommand, which: ReleaseWhich, markField: string],
   0 | 1 | null
 >('rwlock/write-release.lua');
 
 /** Returns 1 when the withdrawn read request had taken a hold and it is released now, else 0. */
 export const withdrawReadLock = defineScript<
-  [
-    lock: string,
-    channel: string,
-    holdLatch: string,
-    timeoutPrefix: string,
-    timeoutBase: string,
-    writers: string,
-  ],
+  ReadReleaseKeys,
   [ownerId: string, latchMs: number, publish: PublishCommand, markField: string],
   0 | 1
 >('rwlock/read-withdraw.lua');
 
 /** Returns 1 when the withdrawn write request had taken a hold and it is released now, else 0. */
 export const withdrawWriteLock = defineScript<
-  [lock: string, channel: string, holdLatch: string, timeoutBase: string],
+  WriteReleaseKeys,
   [writeField: string, latchMs: number, publish: PublishCommand, markField: string],
   0 | 1
 >('rwlock/write-withdraw.lua');
 
 /** Returns 1 when a lock in that mode existed and is gone now, else 0. */
 export const forceReleaseReadWriteLock = defineScript<
-  [lock: string, channel: string],
+  [lock: string, channel: string, writers: string, preference: string],
   [mode: 'read' | 'write', publish: PublishCommand],
   0 | 1
 >('rwlock/force-release.lua');
 
-/** Keys: per read hold its lock hash and timeout prefix. Args: lease, then each hold's owner id. */
-export const renewReadLocks = defineScript<string[], ScriptArg[], number[]>('rwlock/renew-read.lua');
+/**
+ * Keys: per hold its lock hash, its read timeout prefix (a write hold: the hash again) and the
+ * name's writer-preference flag. Args: lease, then per hold its field and 'r' or 'w'.
+ */
+export const renewReadWriteLocks = defineScript<string[], ScriptArg[], number[]>('rwlock/renew.lua');
 
 /** A waiting writer leaves its place; returns 1 when it had one. */
 export const leaveWriterQueue = defineScript<
-  [writers: string, channel: string],
+  [writers: string, channel: string, lock: string, preference: string],
   [writeField: string, publish: PublishCommand],
   0 | 1
 >('rwlock/leave.lua');

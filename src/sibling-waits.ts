@@ -1,4 +1,3 @@
-import { onAbort } from './abort';
 import { ownerLockKey } from './owner';
 import type { WakeSource } from './wait';
 
@@ -24,6 +23,11 @@ export class SiblingWaits {
     return wait;
   }
 
+  /** Whether a wait of `owner` on lock `name` is under way. */
+  waiting(name: string, owner: string): boolean {
+    return this.waits.has(ownerLockKey(owner, name));
+  }
+
   /** The wait ended; with `took`, it holds the lock and its siblings look again at once. */
   leave(wait: SiblingWait, took: boolean): void {
     const waits = this.waits.get(wait.key);
@@ -47,42 +51,30 @@ export class SiblingWaits {
 }
 
 export class SiblingWait {
-  /** Ends the current sleep, if the wait is asleep. */
-  private stopSleep?: AbortController;
+  /** Where the wait sleeps, once it does. */
+  private source?: WakeSource;
   /** A wake-up that came while the wait was not asleep: its next sleep ends at once. */
   private woken = false;
 
   constructor(readonly key: string) {}
 
   wake(): void {
-    if (this.stopSleep) this.stopSleep.abort();
-    else this.woken = true;
+    if (!this.source?.interrupt()) this.woken = true;
   }
 
-  /** `source`, whose sleeps this wait's siblings can also end (the wait then looks again). */
+  /**
+   * `source`, whose sleeps this wait's siblings can also end (the wait then looks again). Nothing
+   * is made per sleep: most waits never have a sibling, and a sleep is on every contended path.
+   */
   wrap(source: WakeSource): WakeSource {
+    this.source = source;
     return {
-      sleep: async (ms, signal) => {
-        if (this.woken) {
-          this.woken = false;
-          return 'message';
-        }
-        signal?.throwIfAborted();
-        // One signal for the sleep, which the caller's abort and a sibling's wake-up both end (the
-        // caller's through onAbort: one listener per signal however many waits share it).
-        const stop = new AbortController();
-        const stopListening = signal && onAbort(signal, () => stop.abort(signal.reason));
-        this.stopSleep = stop;
-        try {
-          return await source.sleep(ms, stop.signal);
-        } catch (error) {
-          if (stop.signal.aborted && !signal?.aborted) return 'message';
-          throw error;
-        } finally {
-          this.stopSleep = undefined;
-          stopListening?.();
-        }
+      sleep: (ms, signal) => {
+        if (!this.woken) return source.sleep(ms, signal);
+        this.woken = false;
+        return Promise.resolve('message');
       },
+      interrupt: () => source.interrupt(),
       release: () => source.release(),
     };
   }

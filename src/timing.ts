@@ -1,6 +1,44 @@
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { onAbort } from './abort';
 
 /** Small timing helpers shared by the wait loop, the pub/sub layer and the group locks. */
+
+/**
+ * How much later than due a timer may fire and still mean a busy event loop: later than that, the
+ * loop stood still (long synchronous work, a GC pause, a stopped process), and nothing this client
+ * should have done meanwhile (read an answer, send a renewal) could happen.
+ */
+export const STALL_MS = 50;
+
+/** The event loop's own accounting at one moment: see stoodStillSince. */
+export interface LoopMark {
+  /** performance.now() when it was taken. */
+  at: number;
+  loop?: EventLoopUtilization;
+}
+
+/** Node's count of the time its event loop spent waiting for I/O; absent on runtimes without it. */
+const loopUtilization: ((since?: EventLoopUtilization) => EventLoopUtilization) | undefined =
+  typeof performance.eventLoopUtilization === 'function'
+    ? performance.eventLoopUtilization.bind(performance)
+    : undefined;
+
+export function markLoop(): LoopMark {
+  return { at: performance.now(), loop: loopUtilization?.() };
+}
+
+/**
+ * How long the event loop stood still since `mark`, in ms: all of it when the loop hardly waited
+ * for I/O meanwhile (less than STALL_MS), so that nothing it was sent could be read; 0 when it did.
+ * A loop that ran synchronous work the whole time looks so, and a saturated one too (which still
+ * reads its sockets between callbacks): erring that way costs a call a second look, never a
+ * wrong answer.
+ */
+export function stoodStillSince(mark: LoopMark): number {
+  if (!loopUtilization || !mark.loop) return 0;
+  const { idle } = loopUtilization(mark.loop);
+  return idle < STALL_MS ? performance.now() - mark.at : 0;
+}
 
 /** Pauses between tries after a passing failure: doubling from the first to the last. */
 const RETRY_FIRST_MS = 50;
@@ -12,8 +50,15 @@ export function retryPause(n: number): number {
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
-/** Sleeps `ms`; rejects with a signal's reason as soon as one of `signals` aborts. */
-export function pauseFor(ms: number, signals: Array<AbortSignal | undefined>): Promise<void> {
+/**
+ * Sleeps `ms`; rejects with a signal's reason as soon as one of `signals` aborts. `cut`, when
+ * given, holds a function that ends the pause early (resolving) while it lasts.
+ */
+export function pauseFor(
+  ms: number,
+  signals: Array<AbortSignal | undefined>,
+  cut?: { end?: () => void },
+): Promise<void> {
   const present = signals.filter((signal): signal is AbortSignal => signal !== undefined);
   return new Promise((resolve, reject) => {
     const aborted = present.find((signal) => signal.aborted);
@@ -21,7 +66,13 @@ export function pauseFor(ms: number, signals: Array<AbortSignal | undefined>): P
     const done = (): void => {
       clearTimeout(timer);
       for (const stop of stops) stop();
+      if (cut) cut.end = undefined;
     };
+    if (cut)
+      cut.end = () => {
+        done();
+        resolve();
+      };
     const timer = setTimeout(() => {
       done();
       resolve();
@@ -50,9 +101,15 @@ export function settledWithin(work: Promise<unknown>, ms: number, signal?: Abort
       stopListening?.();
       return true;
     };
-    const timer = setTimeout(() => {
-      if (finish()) resolve(false);
-    }, ms);
+    // After the I/O of the turn the timer fires in: work that settled while the event loop stood
+    // still counts as settled in time.
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (finish()) resolve(false);
+        }),
+      ms,
+    );
     const stopListening =
       signal &&
       onAbort(signal, () => {
@@ -63,4 +120,18 @@ export function settledWithin(work: Promise<unknown>, ms: number, signal?: Abort
     };
     work.then(settled, settled);
   });
+}
+
+/** Delays from this long on are rounded down to a multiple of SHARED_DELAY_STEP_MS (see sharedDelay). */
+const SHARED_DELAY_FROM_MS = 1_000;
+const SHARED_DELAY_STEP_MS = 64;
+
+/**
+ * A timer delay taken from a holder's ttl, rounded down when it is long. Node keeps one timer list
+ * per distinct delay, and a ttl is a new one almost every time (29,987 ms, then 29,993 ...):
+ * making and dropping a list each time showed in the contended path's profile. Rounded down,
+ * timers share lists, and a look comes at most 64 ms early, never later than the ttl it saw.
+ */
+export function sharedDelay(ms: number): number {
+  return ms < SHARED_DELAY_FROM_MS ? ms : ms - (ms % SHARED_DELAY_STEP_MS);
 }

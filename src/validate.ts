@@ -96,7 +96,18 @@ export function checkOptionsObject(argument: string, value: unknown): Record<str
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw typeError(`${argument} must be an options object; got ${describe(value)}`);
   }
+  // A Date, a Map or a class instance has no options of its own to read: taken for `{}`, it would
+  // quietly mean the defaults (lock(new Date()) would wait forever with the watchdog).
+  if (!isPlainObject(value)) {
+    throw typeError(`${argument} must be a plain options object ({ ... }); got ${describe(value)}`);
+  }
   return value as Record<string, unknown>;
+}
+
+/** An object literal (or Object.create(null)), from this realm or another (a vm context). */
+function isPlainObject(value: object): boolean {
+  const prototype = Object.getPrototypeOf(value) as object | null;
+  return prototype === null || Object.getPrototypeOf(prototype) === null;
 }
 
 function describe(value: unknown): string {
@@ -107,9 +118,17 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
+  if (typeof value === 'object') return `an object (${constructorName(value)})`;
   if (typeof value === 'function') return 'a function';
   return `a ${typeof value}`;
+}
+
+/** What made an object: its class's name, or its tag (Object, Date, Map, ...). */
+function constructorName(value: object): string {
+  const made = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)?.constructor;
+  return typeof made?.name === 'string' && made.name !== ''
+    ? made.name
+    : Object.prototype.toString.call(value).slice(8, -1);
 }
 
 export function isOptionsObject(value: unknown): value is object {
@@ -118,6 +137,57 @@ export function isOptionsObject(value: unknown): value is object {
 
 const WAIT_OPTIONS = ['waitTime', 'leaseTime', 'signal'] as const;
 const LOCK_OPTIONS = ['leaseTime', 'signal'] as const;
+
+/**
+ * tryLock's arguments, checked: (), (waitTime, leaseTime?) or (options). A leaseTime beside an
+ * options object, or beside no waitTime, would otherwise be dropped in silence, and the lock taken
+ * with the watchdog instead of the lease the caller meant.
+ */
+export function parseTryLockArguments(
+  first: unknown,
+  leaseTime: unknown,
+): { waitTime: number; leaseTime: number; signal?: AbortSignal } {
+  if (leaseTime !== undefined && first === undefined) {
+    throw typeError(
+      'waitTime must be given beside a leaseTime: tryLock(waitTime, leaseTime), with waitTime 0 for ' +
+        `one attempt; got tryLock(undefined, ${describe(leaseTime)})`,
+    );
+  }
+  if (first !== undefined && !isOptionsObject(first)) {
+    return {
+      waitTime: checkWaitTime(first),
+      leaseTime: leaseTime === undefined ? -1 : checkLeaseTime(leaseTime),
+    };
+  }
+  if (leaseTime !== undefined) {
+    throw typeError(
+      'leaseTime belongs inside the options object when tryLock is given one: ' +
+        `tryLock({ waitTime, leaseTime }); got a second argument ${describe(leaseTime)}`,
+    );
+  }
+  const options = parseLockOptions(first);
+  return { waitTime: options.waitTime ?? 0, leaseTime: options.leaseTime, signal: options.signal };
+}
+
+/**
+ * lock()'s argument, checked: a leaseTime or an options object, and nothing beside it. A second
+ * argument is refused rather than ignored: lock() waits until it gets the lock, and a caller who
+ * passed a wait time there meant tryLock.
+ */
+export function parseLockArguments(
+  first: unknown,
+  extra: unknown,
+): { leaseTime: number; signal?: AbortSignal } {
+  if (extra !== undefined) {
+    throw typeError(
+      'lock() takes one argument, a leaseTime or an options object, and waits until it gets the lock: ' +
+        `to wait at most some time, use tryLock({ waitTime, leaseTime }); got a second argument ${describe(extra)}`,
+    );
+  }
+  if (!isOptionsObject(first)) return { leaseTime: first === undefined ? -1 : checkLeaseTime(first) };
+  const { leaseTime, signal } = parseLockOptions(first, 'lock');
+  return { leaseTime, signal };
+}
 
 /**
  * The options object of tryLock() and withLock() (or of lock(), which has no waitTime: it waits

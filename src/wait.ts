@@ -1,6 +1,6 @@
 import { RedisUnavailableError } from './errors';
-import { isPassing } from './redis-call';
-import { pauseFor, retryPause } from './timing';
+import { connectionGaveUp, isPassing } from './redis-call';
+import { pauseFor, retryPause, sharedDelay } from './timing';
 
 /**
  * The one acquire loop every lock kind shares:
@@ -19,6 +19,9 @@ import { pauseFor, retryPause } from './timing';
  * unreachable, slow or busy is tried again after a short pause while time is left, and a wait
  * whose time runs out after such a failure rejects with it (an outage is not "someone holds it").
  * A wait without a bound (lock()) rides out an outage the same way, telling `onRetry` each time.
+ * A connection set to fail fast (maxRetriesPerRequest, enableOfflineQueue: false) ends a wait with
+ * a bound as soon as it gives up on its commands: ioredis fails the service's own commands then.
+ * Time that an event loop standing still took from a wait is not Redis' doing: see stepBudget.
  */
 
 /**
@@ -50,6 +53,8 @@ export const WAIT_SLACK_MS = 200;
 export interface WakeSource {
   /** Sleeps until a wake-up or `ms` passes; 'granted' means a release handed this waiter the lock. */
   sleep(ms: number, signal?: AbortSignal): Promise<WakeReason>;
+  /** Ends the sleep in progress, if any (the wait looks again): true when there was one. */
+  interrupt(): boolean;
   release(): void;
 }
 
@@ -102,6 +107,12 @@ export interface AcquirePlan {
    * the wait goes on from there, until `deadline` (performance.now() time) instead of waitTime.
    */
   first?: FirstAnswer;
+  /**
+   * Open the wake source before the first attempt, which may then queue at once: for a lock the
+   * client saw contended a moment ago, where an attempt that never queues would only find it held
+   * (one round trip and one script fewer per acquisition under contention).
+   */
+  listenFirst?: boolean;
 }
 
 /**
@@ -159,7 +170,8 @@ export function afterFirstFailure(
   deadline: number,
   failFast: boolean | undefined,
 ): FirstAnswer {
-  if (waitTime === 0 || failFast || !isPassing(error)) throw error;
+  if (waitTime === 0 || failFast || !isPassing(error) || (waitTime > 0 && connectionGaveUp(error)))
+    throw error;
   return { failure: error, deadline };
 }
 
@@ -183,10 +195,22 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
       ? Infinity
       : performance.now() + plan.waitTime;
   const timeLeft = (): number => deadline - performance.now();
+  /** When the wait's last look goes out: its deadline, or later when a stall held it (see woke). */
+  let lastLook = deadline;
   const limits = (): StepLimits => ({
-    budget: stepBudget(plan.commandTimeout, deadline),
+    budget: stepBudget(plan.commandTimeout, lastLook),
     signal: plan.signal,
   });
+  /**
+   * A sleep or pause planned to end at `plannedEnd` is over. One that ended past the deadline
+   * because it ended late (the event loop stood still) makes the next call the wait's last look,
+   * with the slack from now: the stall took the wait's time, Redis did not. Time Redis' own calls
+   * took moves nothing.
+   */
+  const woke = (plannedEnd: number): void => {
+    const now = performance.now();
+    if (now > plannedEnd) lastLook = Math.max(lastLook, now);
+  };
 
   let source: WakeSource | undefined;
   let outcome: AcquireOutcome = false;
@@ -204,13 +228,19 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
         first = undefined;
       } else {
         try {
-          if (!source && attempts > 0) source = await plan.openWakeSource(limits());
+          if (!source && (attempts > 0 || plan.listenFirst)) source = await plan.openWakeSource(limits());
           check();
-          const kind = attemptKind(plan.wakeSourceFirst, attempts);
+          // Listening from the start, a wait queues (or registers as a waiter) with its first attempt.
+          const kind = !plan.listenFirst
+            ? attemptKind(plan.wakeSourceFirst, attempts)
+            : plan.wakeSourceFirst
+              ? attemptKind(false, attempts)
+              : 'queued';
           attempts += 1;
           ttl = afterGrant(plan, await plan.attempt(kind, limits()));
         } catch (error) {
           if (plan.failFast || !isPassing(error)) throw error;
+          if (deadline < Infinity && connectionGaveUp(error)) throw error;
           failure = error;
         }
       }
@@ -229,29 +259,38 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
         const pause = Math.min(retryPause(failures), left);
         plan.onRetry?.(failure, pause);
         // Only after failures: listening on the close here costs nothing on the usual path.
+        const pauseEnds = performance.now() + pause;
         await pauseFor(pause, [plan.signal, plan.closing]);
+        woke(pauseEnds);
         continue;
       }
       failures = 0;
       // Not listening yet: the next round opens the source and tries again at once.
       if (!source || ttl === undefined) continue;
       plan.onHeldElsewhere?.();
-      const bound = ttl >= 0 ? Math.min(ttl, left) : left;
+      // A sleep on the holder's ttl may end a little early (see sharedDelay), one on the deadline not.
+      const bound = ttl >= 0 && ttl < left ? sharedDelay(ttl) : left;
       const cap = ttl === Infinity ? MAX_TIMER_MS : plan.maxSleep;
-      const wake = await source.sleep(Math.max(1, Math.min(bound, cap)), plan.signal);
+      const sleepMs = Math.max(1, Math.min(bound, cap));
+      const sleepEnds = performance.now() + sleepMs;
+      const wake = await source.sleep(sleepMs, plan.signal);
+      woke(sleepEnds);
       check();
       if (wake === 'granted') return (outcome = 'handoff');
     }
   } finally {
     source?.release();
     if (!outcome && plan.giveUp) {
-      // A wait that timed out leaves the queue before tryLock answers (within the slack); an
-      // aborted one answers at once and leaves in the background.
+      // A wait that timed out leaves the queue before tryLock answers, within what is left of the
+      // slack (a leave Redis does not answer by then goes on in the background); an aborted one
+      // answers at once and leaves in the background.
       const stopped = plan.signal?.aborted || plan.closing.aborted;
+      // The last steps took the slack: it leaves in the background too, as an aborted one does.
+      const late = timeLeft() + Math.min(plan.commandTimeout, WAIT_SLACK_MS) <= 0;
       const leaving = plan
-        .giveUp({ budget: stopped ? plan.commandTimeout : limits().budget })
+        .giveUp({ budget: stopped || late ? plan.commandTimeout : limits().budget })
         .catch(() => undefined);
-      if (!stopped) await leaving;
+      if (!stopped && !late) await leaving;
     }
   }
 
@@ -261,6 +300,8 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
    * the lock.
    */
   async function lastFullTry(): Promise<boolean> {
+    // The look took the slack: no time is left for another call, and the lock was not free.
+    if (timeLeft() + Math.min(plan.commandTimeout, WAIT_SLACK_MS) <= 0) return false;
     try {
       return afterGrant(plan, await plan.attempt('try', limits())) === null;
     } catch (error) {
@@ -278,9 +319,15 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
   }
 }
 
-/** The budget of one call of a wait that ends at `deadline`: what is left of it, the slack included. */
-function stepBudget(commandTimeout: number, deadline: number): number {
-  return Math.max(1, Math.min(commandTimeout, deadline - performance.now() + WAIT_SLACK_MS));
+/**
+ * The budget of one call of a wait whose last look goes out at `lastLook` (its deadline, or the
+ * moment a stalled event loop let it go out: see acquireOrWait's woke): what is left until the
+ * slack after it, and at most commandTimeout. Calls that Redis kept past the deadline leave the
+ * calls after them less, down to 1 ms: the answer comes within waitTime + the slack whatever
+ * ioredis' own commandTimeout, or how many calls a wait's last round makes.
+ */
+function stepBudget(commandTimeout: number, lastLook: number): number {
+  return Math.max(1, Math.min(commandTimeout, lastLook - performance.now() + WAIT_SLACK_MS));
 }
 
 /**

@@ -4,8 +4,15 @@ import type { HoldBook, HeldLock } from './holds';
 import type { RedisErrorReport } from './locks/context';
 import type { RedisConnection } from './redis';
 import type { RedisCalls } from './redis-call';
-import { refreshFairPlaces, renewLocks, renewReadLocks, type PublishCommand } from './scripts';
+import {
+  HANDED_ON,
+  refreshFairPlaces,
+  renewLocks,
+  renewReadWriteLocks,
+  type PublishCommand,
+} from './scripts';
 import { hashSlot } from './slots';
+import { STALL_MS } from './timing';
 
 /**
  * One timer per client keeps alive what the client has in Redis: the leases of locks it holds
@@ -23,11 +30,15 @@ export interface WatchdogOptions {
   timeout: number;
   /** How long a fair-lock waiter's place lives without a refresh, in ms. */
   waiterTimeout: number;
+  /** How long a hand-off that a refresh makes (of a free lock) waits to be confirmed, in ms. */
+  handoffTimeout: number;
   batchSize: number;
   /** Whether a batch must keep to one cluster slot. */
   groupBySlot: boolean;
-  /** How a refresh that hands a free lock on announces it. */
+  /** How Redisson's waiters are told (a refresh may hand a free lock to one of them). */
   publishCommand(): PublishCommand | Promise<PublishCommand>;
+  /** A refresh handed fair lock `name` to a waiter: the client watches that hand-off. */
+  handedOn(name: string): void;
   /** Told of every failed renewal or refresh (they are retried). */
   report(report: RedisErrorReport): void;
   /** The connection's ioredis keyPrefix: slots are those of the prefixed keys. */
@@ -47,6 +58,10 @@ const RETRY_MS = 1_000;
 
 export class Watchdog {
   private timer?: NodeJS.Timeout;
+  /** performance.now() time at which the pending timer is due. */
+  private timerDueAt = 0;
+  /** When the last tick was due, and when its timer fired: a late one saw the loop stand still. */
+  private lastTick = { dueAt: 0, firedAt: 0 };
   private stopped = false;
   private readonly period: number;
 
@@ -73,16 +88,87 @@ export class Watchdog {
   }
 
   private schedule(delay: number): void {
-    this.timer = this.options.inClientScope(() => setTimeout(() => void this.tick(), delay));
+    this.timerDueAt = performance.now() + delay;
+    this.timer = this.options.inClientScope(() => setTimeout(() => this.fired(), delay));
     this.timer.unref();
   }
 
+  /**
+   * The timer fired. The tick runs after this turn's I/O: when the event loop stood still, renewals
+   * answered meanwhile are read first (in the poll phase that follows the timers), and extend their
+   * leases before the tick judges them.
+   */
+  private fired(): void {
+    this.lastTick = { dueAt: this.timerDueAt, firedAt: performance.now() };
+    setImmediate(() => void this.tick());
+  }
+
+  /**
+   * A lease found over, before anything else told its holder: lost, for the reason that ended it.
+   * Nothing while it still runs, or while a renewal is out whose answer may extend it (it may be
+   * read later in this very turn: the watchdog judges it then). Called by the lock before it sends
+   * anything for the holder (unlock, re-entry, queries), and by the tick.
+   */
+  noticeOverdue(entry: HeldLock, now = performance.now()): void {
+    if (entry.leaseEnd > now) return;
+    if (!entry.byWatchdog) {
+      this.book.fixedLeaseOver(entry, now - entry.leaseEnd > STALL_MS);
+      return;
+    }
+    if (entry.renewing) return;
+    this.loseExpired(entry, now);
+  }
+
+  /**
+   * A watchdog lease ran out: because this process stood still (blocked by synchronous work, or
+   * paused) when it had to be renewed, or because Redis did not renew it while the process ran.
+   * Told apart by the watchdog's own timer, not by which timer ran first: one due before the lease
+   * ended that fired (or is still waiting) after it saw the event loop stand still at that moment.
+   */
+  private loseExpired(entry: HeldLock, now: number): void {
+    const stoodStill = this.stoodStillAt(entry.leaseEnd, now);
+    if (stoodStill > 0) {
+      this.book.lose(
+        entry,
+        'lease-expired',
+        `its lease ran out while this process was not running (its event loop stood still for ` +
+          `${Math.round(stoodStill)} ms: long synchronous work, or the process was paused), so the ` +
+          'watchdog could not renew it in time',
+      );
+      return;
+    }
+    const failure = entry.renewalError;
+    this.book.lose(
+      entry,
+      'renewal-failed',
+      'its lease could not be renewed before it expired: ' +
+        (failure instanceof Error
+          ? `the renewals failed (last: ${failure.message})`
+          : 'no renewal was answered in time'),
+    );
+  }
+
+  /**
+   * How long the event loop had been standing still at `moment` (performance.now() time), by the
+   * watchdog's timer: 0 when it ran. A timer due at or before `moment` that fired after it, later
+   * than STALL_MS, or that is that late and still waiting, saw the loop stand still then.
+   */
+  private stoodStillAt(moment: number, now: number): number {
+    if (this.timer && this.timerDueAt <= moment && now - this.timerDueAt > STALL_MS) {
+      return now - this.timerDueAt;
+    }
+    const { dueAt, firedAt } = this.lastTick;
+    if (dueAt <= moment && moment <= firedAt && firedAt - dueAt > STALL_MS) return firedAt - dueAt;
+    return 0;
+  }
+
   private async tick(): Promise<void> {
+    if (this.stopped) return;
     const now = performance.now();
     const due: HeldLock[] = [];
     for (const entry of this.book.watchdogHeld()) {
       if (entry.leaseEnd <= now) {
-        this.book.lose(entry, 'renewal-failed', 'its lease could not be renewed before it expired');
+        this.loseExpired(entry, now);
       } else if (!entry.renewing && this.isDue(entry, now)) {
         due.push(entry);
       }
@@ -95,23 +181,40 @@ export class Watchdog {
     this.options.keepAnnounced(2 * Math.max(this.options.timeout, this.options.waiterTimeout));
     // Schedule the next tick now: a renewal stuck behind a dead connection must not stop the
     // timer from noticing that leases run out.
+    const leasesEnd = this.soonestLeaseEnd();
     const results = Promise.all([
       ...this.batches(
-        due.filter((entry) => entry.readTimeouts === undefined),
+        due.filter((entry) => entry.preference === undefined),
         (entry) => entry.name,
       ).map((batch) => this.renew(batch)),
       ...this.batches(
-        due.filter((entry) => entry.readTimeouts !== undefined),
+        due.filter((entry) => entry.preference !== undefined),
         (entry) => entry.name,
       ).map((batch) => this.renew(batch, true)),
       ...this.batches(places, (waiter) => waiter.keys.lock).map((batch) => this.refresh(batch)),
     ]);
-    this.schedule(this.period);
+    this.schedule(this.untilNextTick(this.period, leasesEnd));
     const allRenewed = (await results).every(Boolean);
     if (!allRenewed && !this.stopped) {
       clearTimeout(this.timer);
-      this.schedule(Math.min(RETRY_MS, this.period));
+      this.schedule(this.untilNextTick(Math.min(RETRY_MS, this.period), this.soonestLeaseEnd()));
     }
+  }
+
+  /**
+   * The delay of the next tick: `delay`, or sooner when a lease ends before then (its renewals
+   * failing, or not answered yet), so that its holder is told the moment it ends, not a period or
+   * a failed call later (an ioredis commandTimeout can hold a renewal's failure back that long).
+   */
+  private untilNextTick(delay: number, leasesEnd: number): number {
+    return Math.max(1, Math.min(delay, Math.ceil(leasesEnd - performance.now()) + 1));
+  }
+
+  /** When the first lease held through the watchdog ends (Infinity: none). */
+  private soonestLeaseEnd(): number {
+    let soonest = Infinity;
+    for (const entry of this.book.watchdogHeld()) soonest = Math.min(soonest, entry.leaseEnd);
+    return soonest;
   }
 
   /** A lease is due once a third of it has passed since the last renewal (give or take a tick). */
@@ -121,37 +224,30 @@ export class Watchdog {
   }
 
   /** Resolves false when the batch could not be sent or answered (a transient failure). */
-  private async renew(batch: HeldLock[], reads = false): Promise<boolean> {
+  /** `readWrite`: a batch of read-write lock holds (see renewCall). */
+  private async renew(batch: HeldLock[], readWrite = false): Promise<boolean> {
     const sentAt = performance.now();
     for (const entry of batch) entry.renewing = true;
     if (DEBUG) debug('renew %d lock(s): %s', batch.length, batchName(batch.map((entry) => entry.name)));
-    // A renewal that answers after it was given up still ran: the leases it renewed last that long.
+    // Redis renewed from no earlier than sentAt: the leases it renewed last that long.
     const extend = (renewed: number[]): void =>
       batch.forEach((entry, i) => {
         if (renewed[i] === 1 && this.book.isCurrent(entry) && entry.byWatchdog) {
           entry.leaseEnd = Math.max(entry.leaseEnd, sentAt + this.options.timeout);
+          entry.renewalError = undefined;
         }
       });
+    // Whenever its answer comes: also after the call gave up on it, and after its fate was written
+    // off as unknown (a slow server's answer to a script it had to be sent in full, after NOSCRIPT,
+    // takes two round trips). The lease is judged when it ends, and a late answer that came by then
+    // keeps it; one that never comes (a partition) does not hold the judgement up.
+    const send = (): Promise<number[]> => {
+      const sent = this.renewCall(batch, readWrite);
+      sent.then(extend, () => undefined);
+      return sent;
+    };
     try {
-      const renewed = await this.calls.run(
-        batchName(batch.map((entry) => entry.name)),
-        'renew',
-        () =>
-          // A read hold's timeout keys are renewed with its hash (see lua/rwlock/renew-read.lua).
-          (reads ? renewReadLocks : renewLocks)(
-            this.redis,
-            reads
-              ? batch.flatMap((entry) => [entry.name, entry.readTimeouts as string])
-              : batch.map((entry) => entry.name),
-            [this.options.timeout, ...batch.map((entry) => entry.ownerId)],
-          ),
-        {
-          onOrphaned: (fate) => {
-            if (fate.ran === true) extend(fate.value);
-          },
-        },
-      );
-      extend(renewed);
+      const renewed = await this.calls.run(batchName(batch.map((entry) => entry.name)), 'renew', send);
       batch.forEach((entry, i) => {
         if (!this.book.isCurrent(entry) || !entry.byWatchdog) return;
         if (renewed[i] !== 1) {
@@ -164,6 +260,7 @@ export class Watchdog {
       });
       return true;
     } catch (error) {
+      for (const entry of batch) entry.renewalError = error;
       this.reportRetry(
         batch.map((entry) => entry.name),
         'renew',
@@ -176,17 +273,43 @@ export class Watchdog {
   }
 
   /**
-   * Keeps queued waiters' places; a waiter whose place is gone tries again at once. The batch is
-   * sent lock by lock (see batches()): each lock's keys go once, followed by its waiters.
+   * One renewal call. A read-write lock's holds go through their own script: a read hold's timeout
+   * keys are renewed with its hash, and either half keeps the name's writer preference as long as
+   * the hash (see lua/rwlock/renew.lua).
+   */
+  private renewCall(batch: HeldLock[], readWrite: boolean): Promise<number[]> {
+    const { timeout } = this.options;
+    if (!readWrite)
+      return renewLocks(
+        this.redis,
+        batch.map((entry) => entry.name),
+        [timeout, ...batch.map((entry) => entry.ownerId)],
+      );
+    return renewReadWriteLocks(
+      this.redis,
+      batch.flatMap((entry) => [entry.name, entry.readTimeouts ?? entry.name, entry.preference as string]),
+      [timeout, ...batch.flatMap((entry) => [entry.ownerId, entry.readTimeouts === undefined ? 'w' : 'r'])],
+    );
+  }
+
+  /**
+   * Keeps queued waiters' places; a waiter whose place is gone, or whose hand-off it may not know
+   * of (pending, or passed over), tries again at once. The batch is sent lock by lock (see
+   * batches()): each lock's keys go once, followed by its waiters.
    */
   private async refresh(batch: FairWaiter[]): Promise<boolean> {
     const keys: string[] = [];
     const owners: Array<string | number> = [];
     /** The waiters in the order of the answers. */
     const sent: FairWaiter[] = [];
+    /** The locks, by name, in the order of the answers that follow the waiters'. */
+    const names: string[] = [];
     for (const [, waiters] of groupBy(batch, (waiter) => waiter.keys.lock)) {
-      const { lock, queue, deadlines, marker, handoffChannel } = (waiters[0] as FairWaiter).keys;
-      keys.push(lock, queue, deadlines, marker, handoffChannel);
+      names.push((waiters[0] as FairWaiter).name);
+      const { lock, queue, deadlines, marker, channels, redissonQueue, redissonTimeouts } = (
+        waiters[0] as FairWaiter
+      ).keys;
+      keys.push(lock, queue, deadlines, marker, channels, redissonQueue, redissonTimeouts);
       owners.push(waiters.length, ...waiters.map((waiter) => waiter.ownerId));
       sent.push(...waiters);
     }
@@ -194,12 +317,16 @@ export class Watchdog {
       const kept = await this.calls.run(batchName(batch.map((waiter) => waiter.name)), 'refresh', async () =>
         refreshFairPlaces(this.redis, keys, [
           this.options.waiterTimeout,
+          this.options.handoffTimeout,
           await this.options.publishCommand(),
           ...owners,
         ]),
       );
       sent.forEach((waiter, i) => {
         if (kept[i] !== 1) this.waiters.recheck(waiter);
+      });
+      names.forEach((name, j) => {
+        if (kept[sent.length + j] === HANDED_ON) this.options.handedOn(name);
       });
       return true;
     } catch (error) {

@@ -1,7 +1,8 @@
 import type { LockClient, LockLostEvent } from '../../src';
+import { LUA_SCRIPTS } from '../../src/lua.generated';
 import { useRedis } from '../helpers/setup';
 import { reportFault } from '../helpers/report';
-import { sleep } from '../helpers/wait';
+import { eventually, sleep } from '../helpers/wait';
 
 /** Runs lock/hold/unlock loops on `locks` names from `tasks` tasks; counts what happened. */
 async function churn(client: LockClient, tasks: number, locks: number, ms: number) {
@@ -95,6 +96,57 @@ describe('fault: connections', () => {
     reportFault('command connections killed', { kills, ...counts, locksLeft: left });
     expect(left).toBe(0);
   }, 60_000);
+
+  test('a hand-off whose confirmation is answered too late is reported lost and given back: the next waiter does not wait out its lease', async () => {
+    const name = 'f-late-confirm';
+    const admin = redis.admin();
+    const holder = redis.client().getFairLock(name);
+    await holder.lock();
+    // The waiter hears hand-offs at once (its subscriber is direct), but the replies to its
+    // commands come through a proxy that can hold them back.
+    const { client, proxy } = await redis.clientThroughProxy({ subscriber: redis.server().connect() });
+    // Redis knows the scripts already (a NOSCRIPT answer would be held back too, and the script
+    // would not run until it came).
+    for (const script of ['fair/confirm.lua', 'fair/withdraw.lua']) {
+      await admin.script('LOAD', LUA_SCRIPTS[script] as string);
+    }
+    const lost: Array<{ code: string; at: number }> = [];
+    client.on('lockLost', (event) => lost.push({ code: event.code, at: performance.now() }));
+    let heldAt = 0;
+    // It never releases: only the client's own give-back can free the lock before its lease ends.
+    const slow = client
+      .getFairLock(name)
+      .lock()
+      .then(() => (heldAt = performance.now()));
+    await eventually('queued', async () => (await admin.llen(`rlock_fair_queue:{${name}}`)) === 1);
+    const next = redis.client();
+    let nextAt = 0;
+    const nextTurn = next.runInTask(async () => {
+      const lock = next.getFairLock(name);
+      await lock.lock();
+      nextAt = performance.now();
+      await lock.unlock();
+    });
+    await eventually('both queued', async () => (await admin.llen(`rlock_fair_queue:{${name}}`)) === 2);
+    // The confirmation runs in Redis, but its answer comes 3 s later: past fairLockHandoffTimeout.
+    proxy.delayReplies(3_000);
+    const releasedAt = performance.now();
+    await holder.unlock();
+    await nextTurn;
+    await slow;
+    reportFault('confirmation answered 3 s late', {
+      heldMs: heldAt - releasedAt,
+      lostMs: (lost[0]?.at ?? NaN) - releasedAt,
+      nextHoldsMs: nextAt - releasedAt,
+    });
+    expect(heldAt).toBeGreaterThan(0);
+    expect(lost.map((event) => event.code)).toEqual(['handoff-lost']);
+    // Told within the hand-off timeout, before the next waiter got the lock (never two at once)...
+    expect((lost[0]?.at ?? Infinity) - releasedAt).toBeLessThan(1_000 + 500);
+    expect(lost[0]?.at ?? Infinity).toBeLessThanOrEqual(nextAt);
+    // ...and the hold its late confirmation took was given back, not kept for its 30 s lease.
+    expect(nextAt - releasedAt).toBeLessThan(1_000 + 1_500);
+  }, 30_000);
 
   test('CLIENT PAUSE longer than a lease: holders are told, waiters recover', async () => {
     const holderClient = redis.client({ watchdogTimeout: 600 });

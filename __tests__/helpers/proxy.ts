@@ -10,6 +10,8 @@ export class FaultProxy {
   private droppingReplies = false;
   /** How long each reply is held back, in ms. */
   private replyDelay = 0;
+  /** How long each request is held back on its way to Redis, in ms. */
+  private requestDelay = 0;
   port = 0;
 
   constructor(private readonly targetPort: number) {
@@ -17,8 +19,9 @@ export class FaultProxy {
       const upstream = new Socket();
       upstream.connect(this.targetPort, '127.0.0.1');
       this.sockets.add(client).add(upstream);
-      client.on('data', (data) => upstream.write(data));
-      const replies = new DelayedReplies(client);
+      const requests = new DelayedStream(upstream);
+      client.on('data', (data) => requests.push(data, this.requestDelay));
+      const replies = new DelayedStream(client);
       upstream.on('data', (data) => {
         if (this.droppingReplies) return;
         replies.push(data, this.replyDelay);
@@ -51,6 +54,11 @@ export class FaultProxy {
     this.replyDelay = ms;
   }
 
+  /** From now on every command reaches Redis `ms` late (0: at once again): it runs that much later. */
+  delayRequests(ms: number): void {
+    this.requestDelay = ms;
+  }
+
   /** Cuts every connection and lets replies through again for the reconnections. */
   resetConnections(): void {
     for (const socket of this.sockets) socket.destroy();
@@ -77,19 +85,27 @@ export class FaultProxy {
 }
 
 /**
- * The replies of one connection, each held back by the delay in force when it came, and never
- * overtaking an earlier one: a TCP stream keeps its order, and ioredis matches replies to commands
- * by it. (Lowering the delay must not let a new reply pass replies still held back.)
+ * The data one way of a connection (its replies, or its requests), each chunk held back by the
+ * delay in force when it came, and never overtaking an earlier one: a TCP stream keeps its order,
+ * and ioredis matches replies to commands by it. (Lowering the delay must not let a new chunk pass
+ * chunks still held back.)
  */
-class DelayedReplies {
+class DelayedStream {
   private readonly queue: Array<{ data: Buffer; at: number }> = [];
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly client: Socket) {}
+  constructor(private readonly socket: Socket) {
+    // What is still held back goes nowhere once the connection is gone; its timer must not keep
+    // the test's process alive (a minute's delay would hold Jest's worker past the run).
+    socket.once('close', () => {
+      clearTimeout(this.timer);
+      this.queue.length = 0;
+    });
+  }
 
   push(data: Buffer, delay: number): void {
     if (delay <= 0 && this.queue.length === 0) {
-      this.client.write(data);
+      this.socket.write(data);
       return;
     }
     this.queue.push({ data, at: performance.now() + delay });
@@ -101,7 +117,7 @@ class DelayedReplies {
     const now = performance.now();
     while (this.queue.length > 0 && (this.queue[0] as { at: number }).at <= now) {
       const { data } = this.queue.shift() as { data: Buffer };
-      if (this.client.writable) this.client.write(data);
+      if (this.socket.writable) this.socket.write(data);
     }
     const next = this.queue[0];
     if (next) this.timer = setTimeout(() => this.pump(), Math.max(0, next.at - now));

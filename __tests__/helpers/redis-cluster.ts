@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Cluster, type ClusterOptions } from 'ioredis';
 import type Redis from 'ioredis';
 import { hashSlot } from '../../src/slots';
-import { closeNow, startRedis, type RedisServer } from './redis-server';
+import { CLOSE_AT_ONCE, closeNow, startRedis, type RedisServer } from './redis-server';
 
 /**
  * A throwaway Redis Cluster: `masters` redis-server processes with --cluster-enabled (plus
@@ -26,6 +26,8 @@ export interface RedisClusterServers {
   migrateSlotOf(key: string, to: RedisServer): Promise<void>;
   /** Empties every master. */
   flushAll(): Promise<void>;
+  /** Waits until every node says the cluster is healthy again (after a node was paused or restarted). */
+  healthy(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -85,7 +87,7 @@ export async function startCluster({
   }
   const seedPort = (nodes[0] as RedisServer).port;
   const admin = (): Cluster => {
-    const connection = new Cluster([{ host: '127.0.0.1', port: seedPort }]);
+    const connection = new Cluster([{ host: '127.0.0.1', port: seedPort }], { redisOptions: CLOSE_AT_ONCE });
     connection.on('error', () => undefined);
     connections.push(connection);
     return connection;
@@ -107,7 +109,10 @@ export async function startCluster({
     nodes,
     seedPort,
     connect(options: ClusterOptions = {}) {
-      const connection = new Cluster([{ host: '127.0.0.1', port: seedPort }], options);
+      const connection = new Cluster([{ host: '127.0.0.1', port: seedPort }], {
+        ...options,
+        redisOptions: { ...CLOSE_AT_ONCE, ...options.redisOptions },
+      });
       connection.on('error', () => undefined);
       connections.push(connection);
       return connection;
@@ -161,6 +166,7 @@ export async function startCluster({
       adminConnection ??= admin();
       await Promise.all(adminConnection.nodes('master').map((node) => node.flushall()));
     },
+    healthy: () => waitUntilConsistent(nodes, replicas),
     stop,
   };
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { type RedisOptions } from 'ioredis';
-import { startRedis, type RedisServer } from './redis-server';
+import { CLOSE_AT_ONCE, startRedis, type RedisServer } from './redis-server';
 
 /** A master, one replica and one Sentinel watching them (quorum 1), on free loopback ports. */
 export interface SentinelDeployment {
@@ -50,6 +50,7 @@ export async function startSentinelDeployment(): Promise<SentinelDeployment> {
       const connection = new Redis({
         sentinels: [{ host: '127.0.0.1', port: sentinel.port }],
         name: MASTER_NAME,
+        ...CLOSE_AT_ONCE,
         ...options,
       });
       connection.on('error', () => undefined);

@@ -19,8 +19,11 @@ export interface RedisServer {
   restart(): Promise<void>;
   /** Kills the process: connections drop and reconnecting fails until up(). */
   down(): Promise<void>;
-  /** Starts a fresh process on the same port after down(). */
-  up(): Promise<void>;
+  /**
+   * Starts a process on the same port after down(): a fresh one, or with `keepData` one that loads
+   * the data the server last wrote to disk (SAVE), as a restart with persistence does.
+   */
+  up(options?: { keepData?: boolean }): Promise<void>;
   /** SIGSTOP / SIGCONT: the server stays connected but answers nothing meanwhile. */
   freeze(): void;
   thaw(): void;
@@ -75,15 +78,26 @@ function isFree(port: number): Promise<boolean> {
  * Where the servers may write, apart from the project's folder. A replica writes the data a full
  * sync sends it to disk, and every server loads that file when it starts: in the project's folder,
  * one test's replica would hand its replication state and keys to every server started after it.
- * Each port has a file of its own, deleted before a server starts on it, so every start is fresh.
+ * Each port has a file of its own, deleted before a server starts on it, so every start is fresh
+ * (except up({ keepData: true }), which loads what the server last saved: a restart with persistence).
  */
 const SERVER_DIR = join(tmpdir(), 'rlock-test-servers');
 
-function freshDumpFile(port: number): string {
+function dumpFile(port: number, dir: string, fresh: boolean): string {
   const file = `dump-${port}.rdb`;
+  // Every server gets --dir SERVER_DIR first (a cluster node's own --dir comes later and wins), and
+  // redis-server refuses to start when any --dir it reads is missing: on a fresh machine the first
+  // server may well be a cluster node.
   mkdirSync(SERVER_DIR, { recursive: true });
-  rmSync(join(SERVER_DIR, file), { force: true });
+  mkdirSync(dir, { recursive: true });
+  if (fresh) rmSync(join(dir, file), { force: true });
   return file;
+}
+
+/** The folder a server writes in: SERVER_DIR, or the last --dir of its arguments (a cluster node's). */
+function dirOf(args: string[]): string {
+  const at = args.lastIndexOf('--dir');
+  return at >= 0 && at + 1 < args.length ? (args[at + 1] as string) : SERVER_DIR;
 }
 
 function launch(
@@ -91,6 +105,7 @@ function launch(
   extraArgs: string[],
   leadingArgs: string[],
   wrapper: string[],
+  fresh = true,
 ): Promise<ChildProcess> {
   const [program, ...args] = [
     ...wrapper,
@@ -109,7 +124,7 @@ function launch(
     '--dir',
     SERVER_DIR,
     '--dbfilename',
-    freshDumpFile(port),
+    dumpFile(port, dirOf([...leadingArgs, ...extraArgs]), fresh),
     '--loglevel',
     'warning',
     ...extraArgs,
@@ -165,12 +180,18 @@ function kill(child: ChildProcess): Promise<void> {
 }
 
 /**
- * Disconnects at once. ioredis' disconnect() waits up to 2 s for the socket to close (a ref'd
- * timer), which keeps a test process alive after its last test when the peer is already gone.
+ * What every connection the helpers make is given: ioredis' disconnect() otherwise keeps a ref'd
+ * 2 s timer until the socket reports 'close', and a connection that was reconnecting to a killed
+ * server holds a socket that closed long ago, so the timer runs out in full. A test file whose
+ * last server was killed kept Jest's worker process alive past the end of the run (Jest then
+ * kills it: "A worker process has failed to exit gracefully").
  */
+export const CLOSE_AT_ONCE = { disconnectTimeout: 0 } as const;
+
+/** Disconnects at once (see CLOSE_AT_ONCE), whatever options the connection was made with. */
 export function closeNow(connection: Redis): void {
   connection.disconnect();
-  // The timer waits for the connector's socket (a reconnecting client's is not `stream`).
+  // A connection given its own disconnectTimeout: its socket, if it is still open, goes now.
   const { connector } = connection as unknown as { connector?: { stream?: { destroy(): void } } };
   connector?.stream?.destroy();
 }
@@ -186,7 +207,7 @@ export async function startRedis(
 ): Promise<RedisServer> {
   requireRedisServer();
   const port = await freePort();
-  const start = (): Promise<ChildProcess> => launch(port, extraArgs, leadingArgs, wrapper);
+  const start = (fresh = true): Promise<ChildProcess> => launch(port, extraArgs, leadingArgs, wrapper, fresh);
   let child = await start();
   const connections: Redis[] = [];
   return {
@@ -195,7 +216,7 @@ export async function startRedis(
       return child.pid;
     },
     connect(options: RedisOptions = {}) {
-      const connection = new Redis({ port, host: '127.0.0.1', ...options });
+      const connection = new Redis({ port, host: '127.0.0.1', ...CLOSE_AT_ONCE, ...options });
       connection.on('error', () => undefined);
       connections.push(connection);
       return connection;
@@ -207,8 +228,8 @@ export async function startRedis(
     async down() {
       await kill(child);
     },
-    async up() {
-      child = await start();
+    async up(options = {}) {
+      child = await start(options.keepData !== true);
     },
     freeze() {
       child.kill('SIGSTOP');

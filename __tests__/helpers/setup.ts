@@ -4,7 +4,7 @@ import { deployment, type ConnectOptions } from './deployment';
 import { FaultProxy } from './proxy';
 import { startCluster, type RedisClusterServers } from './redis-cluster';
 import { startRedis, type RedisServer } from './redis-server';
-import { commandCalls } from './wait';
+import { commandCalls, sleep } from './wait';
 
 /**
  * The test file's Redis (one redis-server, or a 3-master cluster in the cluster project; see
@@ -15,6 +15,14 @@ export function useRedis(serverArgs: string[] = []): {
   server(): RedisServer;
   /** The cluster's servers; only in the cluster project. */
   cluster(): RedisClusterServers;
+  /** The server that holds `key`: the standalone server, or the cluster master of its slot. */
+  serverOf(key: string): Promise<RedisServer>;
+  /**
+   * Resolves once the deployment serves every key again after a server was paused or restarted: at
+   * once on one server; on a cluster, once every node says it is healthy (a master silent for longer
+   * than the node timeout took the cluster down).
+   */
+  healthy(): Promise<void>;
   /** Where workers connect: the server, or a node of the cluster. */
   port(): number;
   /**
@@ -48,7 +56,7 @@ export function useRedis(serverArgs: string[] = []): {
 
   beforeAll(async () => {
     if (deployment === 'cluster') {
-      cluster = await startCluster();
+      cluster = await startCluster({ serverArgs });
       admin = cluster.connect() as unknown as Redis;
     } else {
       server = await startRedis(serverArgs);
@@ -94,6 +102,11 @@ export function useRedis(serverArgs: string[] = []): {
     cluster: () => {
       if (!cluster) throw new Error('this test needs a cluster');
       return cluster;
+    },
+    serverOf: async (key) => (cluster ? cluster.masterOf(key) : (server as RedisServer)),
+    healthy: async () => {
+      // The others mark a silent master failing within moments of its return, if at all: look after that.
+      if (cluster) await sleep(500).then(() => cluster?.healthy());
     },
     port: () => (cluster ? cluster.seedPort : (server as RedisServer).port),
     admin: () => admin as Redis,

@@ -1,7 +1,25 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const workerFile = (name: string): string => resolve(__dirname, '..', 'workers', `${name}.ts`);
+
+/** In the ioredis-6 project (RLOCK_TEST_IOREDIS=6) a worker loads ioredis 6, as the test files do. */
+const IOREDIS_ARGS =
+  process.env.RLOCK_TEST_IOREDIS === '6'
+    ? ['--import', pathToFileURL(resolve(__dirname, 'ioredis-6-loader.mjs')).href]
+    : [];
+
+/** Every worker this test file started and that has not exited yet. */
+const running = new Set<ChildProcess>();
+
+// A worker left running (a test that failed half-way, a worker still waiting for a message) would
+// keep Jest's own worker process alive after its last test file: Jest then kills it and warns.
+if (typeof afterAll === 'function') {
+  afterAll(() => {
+    for (const child of running) child.kill('SIGKILL');
+  });
+}
 
 export interface Worker {
   child: ChildProcess;
@@ -21,10 +39,12 @@ export function startWorker(
   worker = 'lock-worker',
 ): Worker {
   const child = fork(workerFile(worker), args, {
-    execArgv: ['--import', 'tsx'],
+    execArgv: [...IOREDIS_ARGS, '--import', 'tsx'],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const queued: string[] = [];
   const takers: Array<(message: string) => void> = [];
   const exited = new Promise<never>((_, reject) => {

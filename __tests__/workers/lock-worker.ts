@@ -1,7 +1,7 @@
 /**
  * A competing worker in its own process, with its own connections, as in production.
  * argv: <redisPort> <mode> <lockName> [n]; env LOCK_KIND=fair uses getFairLock, read / write a half of
- * getReadWriteLock, spin getSpinLock; WATCHDOG_TIMEOUT,
+ * getReadWriteLock (WRITER_PREFERENCE=1 asks for writerPreference), spin getSpinLock; WATCHDOG_TIMEOUT,
  * FAIR_LOCK_WAIT_TIMEOUT and CLIENT_ID set the client options, KEY_PREFIX the connection's
  * keyPrefix, and OWNER_ID runs the mode as that explicit owner (runInTask({ ownerId })).
  *   unlock   releases one hold, reports 'unlocked' (or 'error: ...')
@@ -10,6 +10,13 @@
  *   counter  increments a non-atomic counter in Redis inside withLock, n times, then reports 'done'
  *   hold     takes the lock, reports 'locked', then waits to be killed
  *   wait     reports 'started', takes the lock, appends n to <lockName>:order, releases, 'done'
+ *   turn     reports 'started'; on the message 'go' takes the lock, appends n to <lockName>:order and
+ *            reports 'locked', holds it HOLD_MS ms (default 50), releases, 'done'; a second holder at
+ *            once (another process in its turn) is counted in <lockName>:overlaps, a lost hold ends
+ *            in 'error: ...'
+ *   giveup   reports 'started'; on the message 'go' waits up to n ms for the lock (tryLock), reports
+ *            'gave-up' (or 'got'), then stays alive without waiting, as a service whose request
+ *            timed out does
  *   loop     for n ms: lock, append the owner id (as Redis has it) to <lockName>:grants, hold 2 ms,
  *            unlock; counts overlapping holds in <lockName>:overlaps; then reports 'done'
  *   fenced   takes the fenced lock in withLock with the watchdog, reports 'locked:<token>', then
@@ -18,6 +25,7 @@
  *   rw       n times, on the read-write lock: every 4th a write (a non-atomic increment of
  *            <lockName>:counter), else a 2 ms read; counts a writer beside anyone in
  *            <lockName>:overlaps and the most readers at once in <lockName>:readers-max
+ * ('go' lets a test start several workers at once and still queue them in the order it chooses.)
  */
 import { LockClient } from '../../src';
 import { connectTo } from '../helpers/deployment';
@@ -26,10 +34,20 @@ import { holderIds } from '../helpers/holders';
 
 const [port, mode, name = '', n = '0'] = process.argv.slice(2);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Reports 'started', then waits for the test's 'go'. */
+const startedThenGo = (): Promise<void> =>
+  new Promise((resolveGo) => {
+    process.on('message', (message) => {
+      if (message === 'go') resolveGo();
+    });
+    process.send?.('started');
+  });
 
 async function main(): Promise<void> {
   const ownerId = process.env.OWNER_ID;
   const redis = connectTo(Number(port), { keyPrefix: process.env.KEY_PREFIX });
+  // Tests stop and restart the server: the connection reconnects, errors meanwhile are expected.
+  redis.on('error', () => undefined);
   const client = new LockClient(redis, {
     watchdogTimeout: Number(process.env.WATCHDOG_TIMEOUT ?? 30_000),
     fairLockWaitTimeout: Number(process.env.FAIR_LOCK_WAIT_TIMEOUT ?? 10_000),
@@ -39,7 +57,11 @@ async function main(): Promise<void> {
     const kind = process.env.LOCK_KIND;
     if (kind === 'fair') return client.getFairLock(name);
     if (kind === 'read') return client.getReadWriteLock(name).readLock();
-    if (kind === 'write') return client.getReadWriteLock(name).writeLock();
+    if (kind === 'write') {
+      return client
+        .getReadWriteLock(name, { writerPreference: process.env.WRITER_PREFERENCE === '1' })
+        .writeLock();
+    }
     if (kind === 'spin') return client.getSpinLock(name);
     return client.getLock(name);
   };
@@ -100,11 +122,32 @@ async function main(): Promise<void> {
     await redis.rpush(`${name}:order`, n);
     await lock.unlock();
     await finish();
+  } else if (mode === 'turn') {
+    await startedThenGo();
+    const lock = getLock();
+    await lock.lock();
+    await inside(async () => {
+      await redis.rpush(`${name}:order`, n);
+      process.send?.('locked');
+      await sleep(Number(process.env.HOLD_MS ?? 50));
+    });
+    await lock.unlock();
+    await finish();
+  } else if (mode === 'giveup') {
+    await startedThenGo();
+    const lock = getLock();
+    // A wait that Redis could not serve for its whole time rejects (RedisUnavailableError): given up too.
+    const got = await lock.tryLock(Number(n)).catch(() => false);
+    process.send?.(got ? 'got' : 'gave-up');
+    setInterval(() => void lock, 1_000);
   } else if (mode === 'fenced') {
+    // A 'message' listener keeps the IPC channel, and so the process, alive: it goes with the write.
+    let onMessage: ((message: unknown) => void) | undefined;
     const written = new Promise<void>((resolveWrite) => {
-      process.on('message', (message) => {
+      onMessage = (message) => {
         if (message === 'write') resolveWrite();
-      });
+      };
+      process.on('message', onMessage);
     });
     await client
       .getFencedLock(name)
@@ -120,7 +163,8 @@ async function main(): Promise<void> {
         );
         process.send?.(`wrote:${accepted}:aborted:${signal.aborted}`);
       })
-      .catch(() => undefined);
+      .catch(() => undefined)
+      .finally(() => process.off('message', onMessage as (message: unknown) => void));
     await finish();
   } else if (mode === 'rw') {
     const rw = client.getReadWriteLock(name);

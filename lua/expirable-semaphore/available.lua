@@ -7,7 +7,8 @@
   ARGV[1]  'publish', or 'spublish' when notifications are sharded
   Returns  the available permits
 ]]
+--@include include/clock.lua
 --@include include/permits.lua
 
-return_expired(KEYS[1], KEYS[2], KEYS[3], now_ms(), ARGV[1])
+return_expired(KEYS[1], KEYS[2], KEYS[3], server_ms(), ARGV[1])
 return tonumber(redis.call('get', KEYS[1]) or 0)

@@ -9,9 +9,10 @@
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
   Returns  1 when updated, 0 when the permit is unknown or expired
 ]]
+--@include include/clock.lua
 --@include include/permits.lua
 
-local now = now_ms()
+local now = server_ms()
 return_expired(KEYS[1], KEYS[2], KEYS[3], now, ARGV[3])
 local id = permit_bytes(ARGV[1])
 if not redis.call('zscore', KEYS[2], id) then return 0 end

@@ -7,14 +7,16 @@
   KEYS[3]  {name}:timeout: sorted set, permit id (16 bytes) -> epoch ms it expires
   KEYS[4]  the request's latch (see include/requests.lua)
   ARGV[1]  the permit id the request asked for, 32 hex characters
-  ARGV[2]  how long the latch lives, in ms
+  ARGV[2]  how long the latch outlives the request's window, in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
+  ARGV[4]  the acquire request's window (see acquire.lua)
   Returns  1 when the request had taken its permit and it is back now, else 0
 ]]
+--@include include/clock.lua
 --@include include/requests.lua
 --@include include/permits.lua
 
-remember(KEYS[4], 'w', ARGV[2])
+remember(KEYS[4], 'w', ARGV[4], ARGV[2])
 if redis.call('zrem', KEYS[3], permit_bytes(ARGV[1])) == 0 then return 0 end
 local value = redis.call('incrby', KEYS[1], 1)
 redis.call(ARGV[3], KEYS[2], value)

@@ -1,25 +1,38 @@
 --[[
   Release one hold of a fair lock; the last hold hands the lock straight to the next waiter.
-  KEYS[1..5]  lock hash, queue, deadlines, hand-off marker, hand-off channel (see fair/acquire.lua)
-  KEYS[6]     latch of the request that took the hold (see include/holds.lua)
+  KEYS[1..7]  lock hash, queue, deadlines, hand-off marker, channels, Redisson's queue and timeouts
+              (see fair/acquire.lua)
+  KEYS[8]     latch of the request that took the hold (see include/holds.lua)
   ARGV[1]     owner id
   ARGV[2]     how long a release that leaves other holds is remembered at least, in ms
-  ARGV[3]     waiter timeout in ms (the provisional lease of a hand-off)
-  ARGV[4]     'publish', or 'spublish' when notifications are sharded
-  ARGV[5]     'marked': release the hold the request marks; 'any': any hold of the owner (a hand-off
-              not confirmed yet carries no mark)
-  ARGV[6]     the request's mark field (see include/holds.lua)
-  Returns     1 when this owner's last hold is gone, 0 when it still holds, nil when the hold is gone
+  ARGV[3]     hand-off timeout in ms (the provisional lease of a hand-off)
+  ARGV[4]     'marked': release the hold the request marks; else the window (server ms) of a release
+              of any one hold of the owner (a hand-off not confirmed yet carries no mark; see
+              release_hold in include/holds.lua)
+  ARGV[5]     the request's mark field (see include/holds.lua)
+  ARGV[6]     'publish', or 'spublish' when notifications are sharded: how Redisson's waiters are told
+  Returns     1 when this owner's last hold is gone, 0 when it still holds, nil when the hold is
+              gone; 3 (1 + HANDED_ON) when the last hold is gone and the lock was handed to the next
+              waiter, a hand-off the caller watches (see fair/settle.lua)
 
-  Direct hand-off: the head of the queue is granted the lock inside this script and told on the
-  lock's hand-off channel, so the woken waiter holds the lock without another round trip.
+  Direct hand-off: the head of the queue is granted the lock inside this script and its client
+  told on its own channel, so the woken waiter holds the lock without another round trip.
 ]]
 --@include include/holds.lua
---@include include/fair-queue.lua
 
-publish_command = ARGV[4]
-local freed = release_hold(KEYS[1], ARGV[1], KEYS[6], ARGV[6], tonumber(ARGV[2]), ARGV[5] == 'any')
-if freed == 1 then
-  hand_on_released(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[3])
+local freed, remembered = release_hold(KEYS[1], ARGV[1], KEYS[8], ARGV[5], tonumber(ARGV[2]), ARGV[4])
+-- A copy of a release that ran already answers as it did, and hands nothing on a second time.
+if remembered then return freed end
+-- No hand-off pending and nobody waiting, the common case: one call says so, and the hand-off's
+-- helpers (and the clock's) are not even defined: Lua makes a closure of every local function it
+-- passes, on every run (see docs/hot-path.md).
+if freed == 1 and redis.call('exists', KEYS[4], KEYS[2], KEYS[6]) > 0 then
+--@include include/clock.lua
+--@include include/addresses.lua
+--@include include/fair-queue.lua
+  redisson_side(KEYS[6], KEYS[7], ARGV[6])
+  if hand_on_released(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[3]) then
+    return freed + HANDED_ON
+  end
 end
 return freed

@@ -16,6 +16,7 @@
   microsecond), so a counter that starts again from nothing still starts above them, as long as
   the server's clock does not step back. A re-sent request gets the token its first run issued.
 ]]
+--@include include/clock.lua
 --@include include/holds.lua
 
 if redis.call('exists', KEYS[2]) == 1 then return {0, -3} end

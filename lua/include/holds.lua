@@ -1,6 +1,6 @@
 --[[
   Helpers for the hold counts in a lock hash, shared by the exclusive lock kinds, pasted in where a
-  script says "--@include include/holds.lua".
+  script says "--@include include/holds.lua" (after include/clock.lua).
 
   Every acquire request has a latch: a key name unique to it (rlock_hold_latch:{name}:<request>),
   and a mark field (rlock_mark:<request>, where <request> is <client id>:<n>). ioredis re-sends a
@@ -17,6 +17,11 @@
     (the lock lives on, and a re-sent copy of that release must not release a second hold).
   One case is the client's to judge: a re-sent copy of the release that deleted the lock finds
   nothing, as a release after the lease ran out does.
+  A release of `any` hold of the owner (one Redis did not mark, see release_hold) has no mark to
+  find: its latch remembers its answer ('r0' or 'r1') instead, and its copies act only inside the
+  request's window (server ms), failing LATE after it, while the latch outlives the window (see
+  include/requests.lua, whose rule this is). A latch that says 'w' was settled as a request that
+  never takes effect (see request/settle.lua): its copies take nothing.
 ]]
 
 -- The owner's hold count (nil: it holds nothing) and the mark of a request, by its mark field
@@ -56,18 +61,54 @@ local function remove_hold(lock, owner, count, latch, field, latch_ms)
   return 1
 end
 
--- Releases the hold the request of `latch` and `field` took: nil when it holds nothing (any more),
--- 0 when the owner still holds others, 1 when the lock is deleted. With `any`, a hold without a
--- mark (taken by a hand-off not yet confirmed, or through another client for an explicit owner id)
--- is released instead: any one hold of the owner.
-local function release_hold(lock, owner, latch, field, latch_ms, any)
-  local count, mark = hold_state(lock, owner, field)
-  if not mark then
-    if redis.call('get', latch) == 'r0' then return 0 end
-    if not any then return nil end
+-- A release whose request marks no hold, or that releases any hold of the owner: `settled` when
+-- an earlier run answered already (the latch says 'r0' or 'r1'), when it was settled as one that
+-- never takes effect ('w', nil), or when it is a 'marked' release (`which`), whose hold is gone
+-- (nil). Otherwise `which` is the window (server ms) of a release of any one hold of the owner:
+-- after it the copy fails LATE, taking nothing; inside it, it goes on (`settled` false).
+local function settled_release(latch, which)
+  local earlier = redis.call('get', latch)
+  if earlier == 'r0' then return true, 0 end
+  if earlier == 'r1' then return true, 1 end
+  if which == 'marked' or earlier == 'w' then return true, nil end
+  if server_ms() > tonumber(which) then
+    error({ err = 'LATE this copy of the release reached Redis after its window closed; it took no effect' })
   end
-  if not count then return nil end
-  return remove_hold(lock, owner, count, latch, field, latch_ms)
+  return false
+end
+
+-- Remembers the answer of a release of any one hold of the owner, until `latch_ms` past the end
+-- of its window `which` (it outlives every copy that may act).
+local function remember_release(latch, freed, which, latch_ms)
+  redis.call('set', latch, 'r' .. freed, 'pxat', tonumber(which) + latch_ms)
+end
+
+-- Releases the hold the request of `latch` and `field` took: nil when it holds nothing (any more),
+-- 0 when the owner still holds others, 1 when the lock is deleted; and, second, true when that
+-- answer is an earlier run's, remembered by the latch: this copy changed nothing, and its script
+-- must not act on a release that already happened (the lock may be someone else's by now). `which` is 'marked', or the
+-- window of a release of any one hold of the owner (see settled_release): a hold without a mark
+-- (taken by a hand-off not yet confirmed, or through another client for an explicit owner id). A
+-- release of any hold goes by its latch and window even when the hold was marked since (a
+-- hand-off confirmed meanwhile), and remembers every answer: a request settled as one that never
+-- takes effect ('w') takes nothing, and one that took effect says so to its settlement.
+-- settled_release, remember_release and server_ms are spelled out here, not called: every helper
+-- a script keeps is one more closure made on every run (see scripts/lua-module.ts), and every
+-- unlock() runs this one.
+local function release_hold(lock, owner, latch, field, latch_ms, which)
+  local count, mark = hold_state(lock, owner, field)
+  if mark and which == 'marked' then return remove_hold(lock, owner, count, latch, field, latch_ms) end
+  local earlier = redis.call('get', latch)
+  if earlier == 'r0' then return 0, true end
+  if earlier == 'r1' then return 1, true end
+  if which == 'marked' or earlier == 'w' or not count then return nil end
+  local now = redis.call('time')
+  if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(which) then
+    error({ err = 'LATE this copy of the release reached Redis after its window closed; it took no effect' })
+  end
+  local freed = remove_hold(lock, owner, count, latch, field, latch_ms)
+  redis.call('set', latch, 'r' .. freed, 'pxat', tonumber(which) + latch_ms)
+  return freed
 end
 
 -- Withdraws the request of `latch` and `field`: a copy that runs later takes nothing, and the hold

@@ -11,12 +11,6 @@
 -- Redisson's score of a permit without a lease.
 local NEVER_EXPIRES = 922337203685477
 
--- The server's clock in epoch ms: every client's permits expire by the same clock.
-local function now_ms()
-  local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- 32 hex characters -> the 16 bytes Redisson keeps in the sorted set.
 local function permit_bytes(hex)
   return (string.gsub(hex, '..', function(pair) return string.char(tonumber(pair, 16)) end))

@@ -9,12 +9,27 @@
     rlock_mark:...            rlock's marks of its holds (see include/holds.lua); never a count
   Each read hold n of an owner has a timeout key <base>:<owner id>:rwlock_timeout:<n> whose ttl is
   that hold's lease: a read-mode lock lives as long as its longest remaining read hold.
+  A name that prefers writers has a flag key (rlock_rwlock_writer_preference:{name}), which lives
+  exactly while the name is in use: see keep_preference.
 ]]
 
--- Redis' clock in ms.
-local function server_ms()
-  local now = redis.call('time')
-  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+-- The writer preference of a name lives while the name is in use, and no longer: at least as long
+-- as its lock hash and, where the script has them, its waiting writers' places; when neither is
+-- left, the flag goes. Every rlock script that lengthens the hash's life, or may end it, calls this
+-- (a hash lengthened by a Redisson client may outlive the flag, which Redisson ignores anyway).
+-- A flag from an earlier version, without a ttl, gets one here; so does a flag beside a hash
+-- without expiry (not rlock's), `fallback` ms when given.
+local function keep_preference(preference, lock, writers, fallback)
+  local kept = redis.call('pttl', preference)
+  if kept == -2 then return end
+  local used = redis.call('pttl', lock)
+  if writers then used = math.max(used, redis.call('pttl', writers)) end
+  if used == -1 then used = tonumber(fallback) or -1 end
+  if used == -2 then
+    redis.call('del', preference)
+  elseif used > 0 and (kept == -1 or kept < used) then
+    redis.call('pexpire', preference, used)
+  end
 end
 
 -- How long the waiting writers keep new readers out (0: no writer waits); lapsed places go first.

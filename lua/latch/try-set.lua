@@ -5,16 +5,21 @@
   KEYS[2]  channel redisson_countdownlatch__channel__{name}
   KEYS[3]  the request's latch (see include/requests.lua)
   ARGV[1]  the count, >= 1
-  ARGV[2]  how long the request latch lives, in ms
+  ARGV[2]  how long the request latch outlives the request's window, in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
   ARGV[4]  Redisson's "new count" message (1)
-  Returns  1 when set (now, or by an earlier run of this request), 0 when a count is set already
+  ARGV[5]  the request's window: server time (ms) after which a copy takes no effect (fails LATE)
+  Returns  1 when set, 0 when a count is set already (a re-sent copy: the first run's answer)
 ]]
+--@include include/clock.lua
 --@include include/requests.lua
 
-if earlier_answer(KEYS[3]) then return 1 end
-if redis.call('exists', KEYS[1]) == 1 then return 0 end
+local earlier = earlier_answer(KEYS[3], ARGV[5])
+if earlier then return tonumber(earlier) end
+-- Remembered either way: a copy that runs after the latch opened must not set it again.
+if redis.call('exists', KEYS[1]) == 1 then
+  return remember(KEYS[3], 0, ARGV[5], ARGV[2])
+end
 redis.call('set', KEYS[1], ARGV[1])
 redis.call(ARGV[3], KEYS[2], ARGV[4])
-remember(KEYS[3], 1, ARGV[2])
-return 1
+return remember(KEYS[3], 1, ARGV[5], ARGV[2])

@@ -12,6 +12,7 @@
   withdrawn?" (both keys are in the lock's slot): 0 means yes to both, and the lock is taken with
   two more calls. Otherwise the ttl tells which of the two keys exists.
 ]]
+--@include include/clock.lua
 --@include include/holds.lua
 
 local lease = ARGV[1]

@@ -4,6 +4,7 @@
   KEYS[2]  the request's latch key (see include/holds.lua)
   KEYS[3]  the owner's read-hold timeout prefix: <base>:<owner id>:rwlock_timeout
   KEYS[4]  waiting writers (zset: writer field -> when its place lapses, server ms)
+  KEYS[5]  the name's writer-preference flag (see keep_preference in include/rwlock.lua)
   ARGV[1]  lease in ms (the watchdog timeout for watchdog locks)
   ARGV[2]  owner id (the read field)
   ARGV[3]  the same owner's write field: <owner id>:write
@@ -17,6 +18,7 @@
   read (re-entry) or write come in: a stream of new readers cannot starve a writer.
   A value at the name that is not a read-write lock (no mode) counts as held by someone else.
 ]]
+--@include include/clock.lua
 --@include include/holds.lua
 --@include include/rwlock.lua
 
@@ -36,5 +38,8 @@ if not mode then redis.call('hset', KEYS[1], 'mode', 'read') end
 local n = (count or 0) + 1
 redis.call('hset', KEYS[1], ARGV[2], n, ARGV[4], 'a')
 redis.call('set', KEYS[3] .. ':' .. n, 1, 'px', lease)
-if ttl < lease then redis.call('pexpire', KEYS[1], lease) end
+if ttl < lease then
+  redis.call('pexpire', KEYS[1], lease)
+  keep_preference(KEYS[5], KEYS[1], nil, lease)
+end
 return nil

@@ -9,6 +9,7 @@
   ARGV[2]  owner id (the read field)
   Returns  1 when set, 0 when the owner holds no read hold
 ]]
+--@include include/clock.lua
 --@include include/rwlock.lua
 
 local count = redis.pcall('hget', KEYS[1], ARGV[2])

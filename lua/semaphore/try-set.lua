@@ -5,15 +5,20 @@
   KEYS[2]  channel redisson_sc:{name}
   KEYS[3]  the request's latch (see include/requests.lua)
   ARGV[1]  the permits
-  ARGV[2]  how long the latch lives, in ms
+  ARGV[2]  how long the latch outlives the request's window, in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
-  Returns  1 when set (now, or by an earlier run of this request), 0 when permits were set already
+  ARGV[4]  the request's window: server time (ms) after which a copy takes no effect (fails LATE)
+  Returns  1 when set, 0 when permits were set already (a re-sent copy: the first run's answer)
 ]]
+--@include include/clock.lua
 --@include include/requests.lua
 
-if earlier_answer(KEYS[3]) then return 1 end
-if redis.call('exists', KEYS[1]) == 1 then return 0 end
+local earlier = earlier_answer(KEYS[3], ARGV[4])
+if earlier then return tonumber(earlier) end
+-- Remembered either way: a copy that runs after the semaphore went must not set it again.
+if redis.call('exists', KEYS[1]) == 1 then
+  return remember(KEYS[3], 0, ARGV[4], ARGV[2])
+end
 redis.call('set', KEYS[1], ARGV[1])
 redis.call(ARGV[3], KEYS[2], ARGV[1])
-remember(KEYS[3], 1, ARGV[2])
-return 1
+return remember(KEYS[3], 1, ARGV[4], ARGV[2])

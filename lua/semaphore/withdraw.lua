@@ -6,14 +6,18 @@
   KEYS[2]  channel redisson_sc:{name}
   KEYS[3]  the request's latch (see include/requests.lua)
   ARGV[1]  how many permits the request asked for
-  ARGV[2]  how long the latch lives, in ms
+  ARGV[2]  how long the latch outlives the request's window, in ms
   ARGV[3]  'publish', or 'spublish' when notifications are sharded
+  ARGV[4]  the acquire request's window (see acquire.lua): the withdrawal is remembered as long as
+           its answer would be. A withdrawal is no copy of the request: it runs whenever it comes,
+           and a second run of it finds 'w' and gives nothing back twice.
   Returns  1 when the request had taken permits and they are back now, else 0
 ]]
+--@include include/clock.lua
 --@include include/requests.lua
 
-local earlier = earlier_answer(KEYS[3])
-remember(KEYS[3], 'w', ARGV[2])
+local earlier = redis.call('get', KEYS[3])
+remember(KEYS[3], 'w', ARGV[4], ARGV[2])
 if earlier ~= 'a' then return 0 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 redis.call(ARGV[3], KEYS[2], value)

@@ -1,4 +1,5 @@
 import Redis, { Cluster, type RedisOptions } from 'ioredis';
+import { answeredWithin, isNoAnswer, NoAnswerError } from './no-answer';
 import { UsageError } from './usage';
 
 /**
@@ -7,8 +8,9 @@ import { UsageError } from './usage';
  *   rediss://…                                    the same over TLS
  *   redis+sentinel://[:password@]host[:port][,host[:port]…]/<master name>[/db]
  *
- * The command asks once and reports: no retries, no offline queue, a short connect timeout, so a
- * wrong host or a refused connection ends the command with one line instead of a wait.
+ * The command asks once and reports: no retries, no offline queue, and the command's --timeout for
+ * connecting and for every answer, so a wrong host, a refused connection or a server that stopped
+ * answering (paused, overloaded) ends the command with one line instead of a wait.
  */
 export type Connection = Redis | Cluster;
 
@@ -19,18 +21,18 @@ export interface Target {
   kind: 'standalone' | 'sentinel' | 'cluster';
 }
 
-const CONNECT_TIMEOUT_MS = 3_000;
-
 /** Options every connection of the command shares. */
-function quickOptions(keyPrefix: string): RedisOptions {
+function quickOptions(timeoutMs: number): RedisOptions {
   return {
     lazyConnect: true,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    commandTimeout: 10_000,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     retryStrategy: () => null,
-    keyPrefix: keyPrefix || undefined,
+    // ioredis waits up to 2 s (by default) for a server to close its side of a connection; a
+    // paused server never does, and the command would outlive its answer by that long.
+    disconnectTimeout: 0,
   };
 }
 
@@ -114,6 +116,8 @@ export function parseUrl(
         name: decodeURIComponent(name),
         ...credentials,
         sentinelPassword: password,
+        // ioredis asks the sentinels again and again by default; the command asks each once.
+        sentinelRetryStrategy: () => null,
         db: readDb(db),
         tls: scheme === 'rediss+sentinel' ? {} : undefined,
       },
@@ -130,14 +134,28 @@ function reason(error: unknown): string {
   return text.replace(/\s+/g, ' ').trim();
 }
 
+/** A server that accepted the socket but never answered is told apart from one that said no. */
+function connectFailure(error: unknown, prefix: string, where: string, timeoutMs: number): Error {
+  if (error instanceof NoAnswerError) return error;
+  return isNoAnswer(error)
+    ? new NoAnswerError(where, timeoutMs)
+    : new ConnectError(`${prefix}: ${reason(error)}`);
+}
+
 /**
  * Connects as the URL says. A server that reports cluster mode is reached again as a Cluster (any
  * node's address will do), so every key is read where it lives.
  */
-export async function connect(url: string, keyPrefix: string): Promise<Target> {
+export async function connect(url: string, keyPrefix: string, timeoutMs: number): Promise<Target> {
   const parsed = parseUrl(url);
   const where = redact(url);
-  const first = new Redis({ ...parsed.options, ...quickOptions(keyPrefix) });
+  const quick = quickOptions(timeoutMs);
+  const first = new Redis({
+    ...parsed.options,
+    ...quick,
+    keyPrefix: keyPrefix || undefined,
+    sentinelCommandTimeout: timeoutMs,
+  });
   // The connection's 'error' event says why (ECONNREFUSED, a DNS failure); connect() itself only
   // rejects with "Connection is closed".
   let cause: unknown;
@@ -145,12 +163,15 @@ export async function connect(url: string, keyPrefix: string): Promise<Target> {
     cause ??= error;
   });
   try {
-    await first.connect();
-    const info = await first.info('cluster');
+    const info = await answeredWithin(
+      first.connect().then(() => first.info('cluster')),
+      timeoutMs,
+      where,
+    );
     if (!/cluster_enabled:1/.test(info)) return { connection: first, where, kind: parsed.kind };
   } catch (error) {
     first.disconnect();
-    throw new ConnectError(`cannot connect to ${where}: ${reason(cause ?? error)}`);
+    throw connectFailure(cause ?? error, `cannot connect to ${where}`, where, timeoutMs);
   }
   first.disconnect();
   const { host, port, username, password, tls } = parsed.options;
@@ -159,11 +180,13 @@ export async function connect(url: string, keyPrefix: string): Promise<Target> {
     enableOfflineQueue: false,
     clusterRetryStrategy: () => null,
     keyPrefix: keyPrefix || undefined,
+    slotsRefreshTimeout: timeoutMs,
     redisOptions: {
       lazyConnect: true,
-      connectTimeout: CONNECT_TIMEOUT_MS,
-      commandTimeout: 10_000,
+      connectTimeout: timeoutMs,
+      commandTimeout: timeoutMs,
       maxRetriesPerRequest: 0,
+      disconnectTimeout: 0,
       username,
       password,
       tls,
@@ -173,10 +196,10 @@ export async function connect(url: string, keyPrefix: string): Promise<Target> {
     cause ??= error;
   });
   try {
-    await cluster.connect();
+    await answeredWithin(cluster.connect(), timeoutMs, where);
   } catch (error) {
     cluster.disconnect();
-    throw new ConnectError(`cannot connect to the cluster at ${where}: ${reason(cause ?? error)}`);
+    throw connectFailure(cause ?? error, `cannot connect to the cluster at ${where}`, where, timeoutMs);
   }
   return { connection: cluster, where, kind: 'cluster' };
 }

@@ -17,13 +17,52 @@ function field(info: string, name: string): string | undefined {
 
 /** The eviction policy, from CONFIG GET, or INFO where CONFIG is disabled (managed services). */
 async function evictionPolicy(redis: Connection, memoryInfo: string): Promise<string | undefined> {
+  // Where CONFIG is renamed or refused, INFO memory says it as well.
+  return (await configValue(redis, 'maxmemory-policy')) || field(memoryInfo, 'maxmemory_policy');
+}
+
+/** A setting from CONFIG GET; undefined where CONFIG is renamed or refused (managed services). */
+async function configValue(redis: Connection, name: string): Promise<string | undefined> {
   try {
-    const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];
-    if (policy) return policy;
+    const [, value] = (await redis.config('GET', name)) as string[];
+    return value;
   } catch {
-    // CONFIG renamed or refused: INFO memory says it as well.
+    return undefined;
   }
-  return field(memoryInfo, 'maxmemory_policy');
+}
+
+/**
+ * Whether a restart keeps the locks (docs/deployments.md advises `appendonly yes`). Without
+ * persistence a restart frees every lock at once while their holders go on; with RDB snapshots
+ * alone it brings back the locks of the last snapshot: the ones taken since are free, and ones
+ * released since come back held until their lease ends.
+ */
+async function persistence(redis: Connection, persistenceInfo: string): Promise<Finding> {
+  const topic = 'persistence';
+  if (field(persistenceInfo, 'aof_enabled') === '1') {
+    const fsync = await configValue(redis, 'appendfsync');
+    const crash =
+      fsync === 'always'
+        ? 'every write is on disk before it is answered'
+        : fsync === 'no'
+          ? 'a machine crash can lose the locks of the last seconds (the OS flushes when it likes)'
+          : 'a machine crash can lose the locks of the last second';
+    const how = fsync ? ` (appendfsync ${fsync})` : '';
+    return { level: 'ok', topic, text: `appendonly yes${how}: a restart keeps the locks; ${crash}` };
+  }
+  const advice = 'Turn on appendonly yes if a restart must not free locks (docs/deployments.md).';
+  const save = await configValue(redis, 'save');
+  const text =
+    save === undefined
+      ? 'appendonly no, and whether RDB snapshots are taken could not be read: a restart frees at ' +
+        'least every lock taken since the last snapshot, while its holder carries on.'
+      : save.trim() === ''
+        ? 'off (appendonly no, no RDB snapshots): a restart frees every lock at once, while their ' +
+          'holders carry on until their next renewal.'
+        : `RDB snapshots only (save ${save}): a restart brings back the last snapshot; locks taken ` +
+          'since are free while their holders carry on, and locks released since are held again ' +
+          'until their lease ends.';
+  return { level: 'warn', topic, text: `${text} ${advice}` };
 }
 
 async function roundTrip(redis: Connection): Promise<{ p50: number; max: number }> {
@@ -40,10 +79,11 @@ async function roundTrip(redis: Connection): Promise<{ p50: number; max: number 
 export async function doctor(target: Target): Promise<Finding[]> {
   const redis = target.connection;
   const findings: Finding[] = [];
-  const [serverInfo, memoryInfo, replicationInfo] = await Promise.all([
+  const [serverInfo, memoryInfo, replicationInfo, persistenceInfo] = await Promise.all([
     redis.info('server'),
     redis.info('memory'),
     redis.info('replication'),
+    redis.info('persistence'),
   ]);
   const version = field(serverInfo, 'redis_version') ?? 'unknown';
   const valkey = field(serverInfo, 'valkey_version');
@@ -102,16 +142,9 @@ export async function doctor(target: Target): Promise<Finding[]> {
     });
   }
 
-  const sharded = target.kind === 'cluster' && major >= 7;
-  findings.push({
-    level: 'info',
-    topic: 'pub/sub',
-    text: sharded
-      ? "sharded (SSUBSCRIBE/SPUBLISH on the lock's shard), what rlock's pubSub: 'auto' picks here"
-      : target.kind === 'cluster'
-        ? 'classic: this cluster has no sharded pub/sub (Redis 7+); every release is broadcast to every node'
-        : 'classic (SUBSCRIBE/PUBLISH)',
-  });
+  findings.push(await persistence(redis, persistenceInfo));
+
+  findings.push(await pubSub(redis, target, major));
 
   const { p50, max } = await roundTrip(redis);
   findings.push({
@@ -124,7 +157,48 @@ export async function doctor(target: Target): Promise<Finding[]> {
   return findings;
 }
 
+/**
+ * How waiters are woken here. A proxy or a managed service may have no pub/sub at all (its
+ * commands renamed away or refused): every kind's waits fail at once then, except the spin lock's.
+ */
+async function pubSub(redis: Connection, target: Target, major: number): Promise<Finding> {
+  const topic = 'pub/sub';
+  const missing = await missingCommands(redis, ['publish', 'subscribe']);
+  if (missing.length > 0) {
+    return {
+      level: 'warn',
+      topic,
+      text:
+        `none: ${missing.map((command) => command.toUpperCase()).join(' and ')} not available on this ` +
+        'server (renamed or disabled). Waits on every lock kind but getSpinLock fail at once; use ' +
+        'getSpinLock here (docs/spin-lock.md).',
+    };
+  }
+  const sharded = target.kind === 'cluster' && major >= 7;
+  return {
+    level: 'info',
+    topic,
+    text: sharded
+      ? "sharded (SSUBSCRIBE/SPUBLISH on the lock's shard), what rlock's pubSub: 'auto' picks here"
+      : target.kind === 'cluster'
+        ? 'classic: this cluster has no sharded pub/sub (Redis 7+); every release is broadcast to every node'
+        : 'classic (SUBSCRIBE/PUBLISH)',
+  };
+}
+
+/** Which of `commands` the server does not know (COMMAND INFO answers nil for them). */
+async function missingCommands(redis: Connection, commands: string[]): Promise<string[]> {
+  const node = isCluster(redis) ? (redis.nodes('master')[0] ?? redis) : redis;
+  try {
+    const info = (await node.call('COMMAND', 'INFO', ...commands)) as unknown[];
+    return commands.filter((_, i) => info[i] === null);
+  } catch {
+    // COMMAND itself refused (some managed services): nothing can be said.
+    return [];
+  }
+}
+
 export function describeFindings(findings: Finding[]): string {
   const mark = { ok: 'ok  ', warn: 'WARN', info: '    ' };
-  return findings.map((f) => `${mark[f.level]}  ${f.topic.padEnd(11)}${f.text}`).join('\n');
+  return findings.map((f) => `${mark[f.level]}  ${f.topic.padEnd(12)}${f.text}`).join('\n');
 }

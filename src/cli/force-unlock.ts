@@ -33,7 +33,7 @@ export async function forceUnlock(
   redis: Connection,
   name: string,
   keyPrefix: string,
-  options: { yes: boolean; json: boolean },
+  options: { yes: boolean; json: boolean; timeoutMs: number },
 ): Promise<Unlocked> {
   const before = await readState(redis, name, keyPrefix);
   if (!before.kinds.includes('lock') && !before.kinds.includes('read-write lock')) {
@@ -53,7 +53,7 @@ export async function forceUnlock(
     }
   }
   // The command's connection already carries the keyPrefix, as the services' connections do.
-  const client = new LockClient(redis);
+  const client = new LockClient(redis, { commandTimeout: options.timeoutMs });
   try {
     let lock = before.kinds.includes('fair queue') ? client.getFairLock(name) : client.getLock(name);
     if (before.kinds.includes('read-write lock')) {

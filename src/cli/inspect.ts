@@ -62,9 +62,14 @@ export function describeState(state: NameState): string {
         : waiter.placeExpiresInMs < 0
           ? `place overdue by ${seconds(-waiter.placeExpiresInMs)} (its client stopped refreshing it)`
           : `place kept for ${seconds(waiter.placeExpiresInMs)} more`;
+    const passed = waiter.passedOver ? ', passed over (its hand-off ran out unconfirmed)' : '';
+    const deaf =
+      waiter.hearsOn !== undefined && !state.listeners[waiter.hearsOn]
+        ? ', nobody listens on its channel (a hand-off to it comes back after fairLockHandoffTimeout)'
+        : '';
     row(
       index === 0 ? 'fair queue' : '',
-      `${index + 1}. ${waiter.ownerId}  ${place}  ${describeOwner(waiter.ownerId, waiter.client)}`,
+      `${index + 1}. ${waiter.ownerId}  ${place}${passed}${deaf}  ${describeOwner(waiter.ownerId, waiter.client)}`,
     );
   });
   if (state.writerPreference) row('preference', 'writers (new readers queue behind waiting writers)');

@@ -45,6 +45,13 @@ export interface QueuedWaiter {
   ownerId: string;
   /** Until its place expires unless its client refreshes it, in ms from now (negative: overdue). */
   placeExpiresInMs?: number;
+  /**
+   * A fair hand-off to it ran out unconfirmed: it keeps its place but is passed over until its
+   * client shows it is alive.
+   */
+  passedOver?: true;
+  /** The channel its client hears its hand-off on (a fair waiter), as its attempt left it. */
+  hearsOn?: string;
   client?: ClientEntry;
 }
 
@@ -93,7 +100,6 @@ export function keysOf(name: string, keyPrefix: string, cluster: boolean) {
     permitTimeouts: expirable.timeouts,
     channels: {
       lock: lockKeys(name, slot).channel,
-      fair: fair.handoffChannel,
       readWrite: prefixName('redisson_rwlock', name, slot),
       semaphore: expirable.channel,
       latch: countDownLatchKeys(name, slot).channel,
@@ -153,7 +159,8 @@ async function listenersOf(
   };
   await Promise.all(
     nodes.map(async (node) => {
-      add((await node.call('PUBSUB', 'NUMSUB', ...prefixed)) as unknown[]);
+      // A server without pub/sub (PUBSUB renamed away, for the spin lock) has nobody listening.
+      add((await node.call('PUBSUB', 'NUMSUB', ...prefixed).catch(nobodyWhereUnknown)) as unknown[]);
       // Sharded pub/sub (Redis 7); older servers answer with an error, which means nobody.
       const sharded = await node.call('PUBSUB', 'SHARDNUMSUB', ...prefixed).catch(() => []);
       add(sharded as unknown[]);
@@ -162,25 +169,55 @@ async function listenersOf(
   return Object.fromEntries([...counts].filter(([, count]) => count > 0));
 }
 
+/** An empty reply when `error` says the server does not know the command; else `error` again. */
+function nobodyWhereUnknown(error: unknown): unknown[] {
+  if (error instanceof Error && /unknown (sub)?command/i.test(error.message)) return [];
+  throw error;
+}
+
+/** The channel of a client's address (see clientAddress), without the connection's keyPrefix. */
+function channelOfAddress(address: string, keyPrefix: string): string {
+  const channel = address.slice(2);
+  return channel.startsWith(keyPrefix) ? channel.slice(keyPrefix.length) : channel;
+}
+
 export function isCluster(redis: Connection): redis is Cluster {
   return (redis as Cluster).isCluster === true;
+}
+
+/**
+ * A fair lock's hand-off marker: field '' names the owner a hand-off waits for, a field per owner
+ * one that is passed over (see lua/include/fair-queue.lua). An older rlock kept only the first, as
+ * a string.
+ */
+async function fairHandoffs(redis: Connection, marker: string): Promise<Record<string, string>> {
+  if ((await redis.type(marker)) !== 'string') return redis.hgetall(marker);
+  const to = await redis.get(marker);
+  return to === null ? {} : { '': to };
 }
 
 /** Reads what is stored under `name`. */
 export async function readState(redis: Connection, name: string, keyPrefix: string): Promise<NameState> {
   const keys = keysOf(name, keyPrefix, isCluster(redis));
   const type = await redis.type(keys.lock);
+  // Fair waiters' clients are kept by their address: how a script publishes to them, prefixed.
+  const hearsOn = new Map(
+    Object.entries(await redis.hgetall(keys.fair.channels)).map(([owner, address]) => [
+      owner,
+      channelOfAddress(address, keyPrefix),
+    ]),
+  );
   const [hash, value, ttl, queue, deadlines, handoff, token, timeouts, now, listeners] = await Promise.all([
     type === 'hash' ? redis.hgetall(keys.lock) : ({} as Record<string, string>),
     type === 'string' ? redis.get(keys.lock) : null,
     redis.pttl(keys.lock),
     redis.lrange(keys.fair.queue, 0, -1),
     redis.zrange(keys.fair.deadlines, 0, -1, 'WITHSCORES'),
-    redis.get(keys.fair.marker),
+    fairHandoffs(redis, keys.fair.marker),
     redis.get(keys.token),
     redis.zrangeBuffer(keys.permitTimeouts, 0, -1, 'WITHSCORES').catch(() => [] as Buffer[]),
     serverNow(redis),
-    listenersOf(redis, keyPrefix, Object.values(keys.channels)),
+    listenersOf(redis, keyPrefix, [...new Set([...Object.values(keys.channels), ...hearsOn.values()])]),
   ]);
   const [preference, writers] = await Promise.all([
     redis.exists(keys.readWrite.preference),
@@ -229,15 +266,21 @@ export async function readState(redis: Connection, name: string, keyPrefix: stri
       });
     }
   }
-  if (queue.length > 0 || handoff !== null) state.kinds.push('fair queue');
+  const handoffTo = handoff[''];
+  if (queue.length > 0 || handoffTo !== undefined) state.kinds.push('fair queue');
   const deadlineOf = new Map<string, number>();
   for (let i = 0; i + 1 < deadlines.length; i += 2)
     deadlineOf.set(deadlines[i] as string, Number(deadlines[i + 1]));
   state.queue = queue.map((ownerId) => {
     const deadline = deadlineOf.get(ownerId);
-    return deadline === undefined ? { ownerId } : { ownerId, placeExpiresInMs: deadline - now };
+    return {
+      ownerId,
+      ...(deadline === undefined ? {} : { placeExpiresInMs: deadline - now }),
+      ...(handoff[ownerId] === undefined ? {} : { passedOver: true as const }),
+      ...(hearsOn.has(ownerId) ? { hearsOn: hearsOn.get(ownerId) } : {}),
+    };
   });
-  if (handoff !== null) state.handoffTo = handoff;
+  if (handoffTo !== undefined) state.handoffTo = handoffTo;
   if (token !== null) {
     state.fencingToken = Number(token);
     state.kinds.push('fencing counter');

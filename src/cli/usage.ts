@@ -24,12 +24,14 @@ Options:
   --json               print JSON instead of text
   --yes                force-unlock without asking
   --interval <ms>      how often watch looks again without a change (default 1000)
+  --timeout <ms>       how long to wait for Redis to connect and to answer each command before
+                       giving up (default 5000); watch rides out an outage and looks again
   --count <n>          list: stop after n names (default 1000)
   -h, --help           this text
   -v, --version        the version of rlock
 
-Exit status: 0 done; 1 Redis could not be reached or refused; 2 a wrong command line;
-3 force-unlock found nothing to unlock, or was not confirmed.`;
+Exit status: 0 done; 1 Redis could not be reached, did not answer in time, or refused;
+2 a wrong command line; 3 force-unlock found nothing to unlock, or was not confirmed.`;
 
 export interface CommandLine {
   command: 'inspect' | 'list' | 'watch' | 'force-unlock' | 'doctor' | 'help' | 'version';
@@ -40,15 +42,32 @@ export interface CommandLine {
   json: boolean;
   yes: boolean;
   intervalMs: number;
+  /** How long Redis has to connect and to answer each command (see connect.ts). */
+  timeoutMs: number;
   count: number;
 }
 
+/** What --timeout is when not given: a healthy Redis answers in well under a second. */
+export const DEFAULT_TIMEOUT_MS = 5_000;
+
 const NEEDS_NAME = new Set(['inspect', 'watch', 'force-unlock']);
 
-function positiveInteger(value: string | undefined, option: string, fallback: number): number {
+/**
+ * Times end at a day: a timer of 2^31 ms or more would fire at once (Node's setTimeout), so a
+ * larger number is refused rather than turned into no wait at all.
+ */
+const MAX_MS = 86_400_000;
+
+function positiveInteger(
+  value: string | undefined,
+  option: string,
+  fallback: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < 1) {
-    throw new UsageError(`--${option} must be a whole number above 0; got "${value}"`);
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? 'above 0' : `from 1 to ${max}`;
+    throw new UsageError(`--${option} must be a whole number ${range}; got "${value}"`);
   }
   return Number(value);
 }
@@ -66,6 +85,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
         json: { type: 'boolean' },
         yes: { type: 'boolean', short: 'y' },
         interval: { type: 'string' },
+        timeout: { type: 'string' },
         count: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -82,7 +102,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
     keyPrefix: values['key-prefix'] ?? '',
     json: values.json === true,
     yes: values.yes === true,
-    intervalMs: positiveInteger(values.interval, 'interval', 1_000),
+    intervalMs: positiveInteger(values.interval, 'interval', 1_000, MAX_MS),
+    timeoutMs: positiveInteger(values.timeout, 'timeout', DEFAULT_TIMEOUT_MS, MAX_MS),
     count: positiveInteger(values.count, 'count', 1_000),
   };
   if (values.help || command === 'help') return { ...base, command: 'help' };

@@ -1,5 +1,6 @@
 import {
   ClientClosedError,
+  closedFor,
   LockNotHeldError,
   LockNotReplicatedError,
   LockTimeoutError,
@@ -12,10 +13,20 @@ import { onAbort } from '../abort';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
 import type { GateEntry } from '../owner-gate';
 import type { SiblingWait } from '../sibling-waits';
-import { isPassing, type CallLimits } from '../redis-call';
-import { callUntilAnswered, sendUntilAnswered } from '../resend';
-import { renewLocks } from '../scripts';
-import { checkLeaseTime, checkLockName, checkWaitTime, isOptionsObject, parseLockOptions } from '../validate';
+import { isPassing, type CallLimits, type Resent } from '../redis-call';
+import {
+  callUntilAnswered,
+  changeOnce,
+  isReleaseUnanswered,
+  openWindow,
+  sendUntilAnswered,
+  settleByLatch,
+  windowLength,
+  type Change,
+  type RequestWindow,
+} from '../resend';
+import { RELEASED_AND_HANDED_ON, renewLocks, type ReleaseAnswer, type ReleaseWhich } from '../scripts';
+import { checkLockName, parseLockArguments, parseLockOptions, parseTryLockArguments } from '../validate';
 import {
   acquireOrWait,
   afterFirstAnswer,
@@ -32,7 +43,7 @@ import type { LockContext } from './context';
 import { lockHold } from './lock-hold';
 import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
-type GiveUp = (owner: string) => Promise<unknown>;
+type GiveUp = (owner: string, limits: StepLimits) => Promise<unknown>;
 
 /** What lock() resolves to, whatever acquire() answered. */
 function toVoid(): void {}
@@ -119,16 +130,24 @@ export abstract class BaseLock implements RLock {
     kind: AttemptKind,
   ): Promise<number | null>;
   /**
-   * Releases the hold request `latch` took (with `any`: any one hold of the owner, for a hold Redis
-   * did not mark): 1 when the owner's last hold is gone, 0 when it still holds, null when the hold
-   * is gone.
+   * Releases the hold request `latch` took ('marked'), or any one hold of the owner within a window
+   * (for a hold Redis did not mark: see releaseAnyHold): 1 when the owner's last hold is gone, 0
+   * when it still holds, null when the hold is gone.
    */
   protected abstract release(
     owner: string,
     latch: string,
     latchMs: number,
-    any: boolean,
-  ): Promise<0 | 1 | null>;
+    which: ReleaseWhich,
+  ): Promise<ReleaseAnswer>;
+  /**
+   * What a release script's answer means, once this client acted on it: a kind whose release may
+   * hand the lock on or wake a waiter (RELEASED_AND_HANDED_ON) watches that, and answers 1. Read
+   * where the answer is read anyway, not by a promise of its own per release.
+   */
+  protected releaseAnswered(answer: ReleaseAnswer): 0 | 1 | null {
+    return answer === RELEASED_AND_HANDED_ON ? 1 : answer;
+  }
   /**
    * Withdraws the acquire request of `latch`, whose outcome its caller never learned: releases the
    * hold it took, or makes sure a copy of it that runs later takes none.
@@ -139,8 +158,8 @@ export abstract class BaseLock implements RLock {
   protected abstract openWakeSource(owner: string, limits: StepLimits): Promise<WakeSource>;
   /** Whether the wake source must be open before an attempt joins a queue (see AcquirePlan). */
   protected abstract readonly wakeSourceFirst: boolean;
-  /** Leaves whatever a wait left behind (a queue place); nothing for a plain lock. */
-  protected giveUp?(owner: string): Promise<unknown>;
+  /** Leaves whatever a wait left behind (a queue place), within `limits`; nothing for a plain lock. */
+  protected giveUp?(owner: string, limits: StepLimits): Promise<unknown>;
   /**
    * Takes over a lock a release handed to this owner, with its own lease, its hold marked with
    * `latch`; false when lost.
@@ -149,14 +168,12 @@ export abstract class BaseLock implements RLock {
 
   lock(leaseTime?: number): Promise<void>;
   lock(options: LockOptions): Promise<void>;
-  lock(arg?: number | LockOptions): Promise<void> {
+  lock(arg?: number | LockOptions, extra?: unknown): Promise<void> {
     // Not async: with thousands of acquisitions in flight, every suspended frame is more for the
     // garbage collector to copy. Bad input still rejects rather than throws.
     let acquiring: Promise<unknown>;
     try {
-      const { leaseTime, signal } = isOptionsObject(arg)
-        ? parseLockOptions(arg, 'lock')
-        : { leaseTime: arg === undefined ? -1 : checkLeaseTime(arg), signal: undefined };
+      const { leaseTime, signal } = parseLockArguments(arg, extra);
       acquiring = this.acquire(-1, leaseTime, signal);
     } catch (error) {
       return Promise.reject(error);
@@ -168,22 +185,15 @@ export abstract class BaseLock implements RLock {
   tryLock(waitTime: number, leaseTime?: number): Promise<boolean>;
   tryLock(options: TryLockOptions): Promise<boolean>;
   async tryLock(arg?: number | TryLockOptions, leaseTime?: number): Promise<boolean> {
-    if (arg !== undefined && !isOptionsObject(arg)) {
-      const acquired = await this.acquire(
-        checkWaitTime(arg),
-        leaseTime === undefined ? -1 : checkLeaseTime(leaseTime),
-      );
-      return acquired !== false;
-    }
-    const options = parseLockOptions(arg);
-    return (await this.acquire(options.waitTime ?? 0, options.leaseTime, options.signal)) !== false;
+    const { waitTime, leaseTime: lease, signal } = parseTryLockArguments(arg, leaseTime);
+    return (await this.acquire(waitTime, lease, signal)) !== false;
   }
 
   unlock(): Promise<void> {
     // Not async, as lock(): errors still reject.
     let releasing: Promise<void>;
     try {
-      this.throwIfClosed('closed');
+      this.throwIfClosed('closed', 'release');
       releasing = this.releaseHold(this.currentOwner());
     } catch (error) {
       return Promise.reject(error);
@@ -219,12 +229,20 @@ export abstract class BaseLock implements RLock {
     const latchMs = this.latchLifetime(taken.hold);
     if (!taken.inBook) return this.releaseLostHold(owner, taken.hold, latchMs, lostBefore);
     const closesBefore = this.context.reconnects.count;
-    return this.callUntilAnswered('release', latchMs, () =>
-      this.release(owner, latch, latchMs, !marked),
-    ).then(
+    const onResent = (outcome: Resent<ReleaseAnswer>): void =>
+      this.releasedInBackground(owner, taken, outcome, quiet);
+    const released = marked
+      ? this.callUntilAnswered(
+          'release',
+          latchMs,
+          () => this.release(owner, latch, latchMs, 'marked'),
+          onResent,
+        )
+      : this.releaseAnyHold(owner, latch, latchMs, onResent);
+    return released.then(
       (result) => {
         try {
-          this.afterRelease(owner, taken, result, closesBefore, lostBefore, quiet);
+          this.afterRelease(owner, taken, this.releaseAnswered(result), closesBefore, lostBefore, quiet);
         } finally {
           this.context.gates.leave(taken.hold.entry);
         }
@@ -268,6 +286,32 @@ export abstract class BaseLock implements RLock {
   }
 
   /**
+   * What became of a release that Redis did not answer in time, sent again in the background (the
+   * caller got RedisUnavailableError, or withLock went on with its result). Given up on: reported
+   * already (redisError). Answered: the hold was released, as the released event says; unless the
+   * release's own answer, come late, says that Redis no longer had the hold: then the lease had
+   * been lost while it was held (lockLost). A copy that finds nothing says little: its first run
+   * may have released the hold (its latch makes the copy change nothing), as is usual when only
+   * the answer was slow.
+   */
+  private releasedInBackground(
+    owner: string,
+    taken: TakenHold,
+    outcome: Resent<ReleaseAnswer>,
+    quiet: boolean,
+  ): void {
+    if (!outcome.answered) return;
+    const { book, events } = this.context;
+    const answer = this.releaseAnswered(outcome.value);
+    if (answer === null && !outcome.byCopy) {
+      if (taken.entry) book.lostAtRelease(taken.entry, 'Redis no longer had its holds when its release ran');
+      return;
+    }
+    if (!quiet && events.observes('released'))
+      events.released(this, owner, taken.hold.acquiredAt, answer !== 0);
+  }
+
+  /**
    * The release of a hold whose lease was lost, while a sibling may hold the lock afresh as the
    * same owner: gives back only what this very hold still counts (its latch says), then tells the
    * holder.
@@ -286,21 +330,70 @@ export abstract class BaseLock implements RLock {
     }
   }
 
+  /**
+   * Releases any one hold of `owner`, for a hold Redis did not mark. No mark tells a copy of it that
+   * ran late that the hold it would take is another one, so its copies act only inside a window
+   * (see RequestWindow), which its latch outlives. A release Redis does not answer in time goes on
+   * in the background until it has taken effect once (see changeOnce): settled through its latch,
+   * and made again under a fresh latch when it did not take effect. The first request goes by the
+   * hold's own latch, as a release of a hand-off confirmed meanwhile must.
+   */
+  private releaseAnyHold(
+    owner: string,
+    latch: string,
+    latchMs: number,
+    onResent?: (outcome: Resent<ReleaseAnswer>) => void,
+  ): Promise<ReleaseAnswer> {
+    const { calls, clock, redis } = this.context;
+    let next: string | undefined = latch;
+    const change: Change<ReleaseAnswer, RequestWindow & { latch: string }> = {
+      open: async (lengthMs, limits) => {
+        const window = await openWindow(clock, this.name, lengthMs, limits);
+        const requestLatch = next ?? this.newLatch();
+        next = undefined;
+        return { ...window, latch: requestLatch };
+      },
+      send: (request) => this.release(owner, request.latch, request.lengthMs, request.until),
+      settle: (request) => settleByLatch(redis, request, (answer) => (answer === 'r1' ? 1 : 0)),
+    };
+    return changeOnce(
+      calls,
+      this.name,
+      'release',
+      change,
+      windowLength(latchMs, calls.commandTimeout),
+      onResent,
+    );
+  }
+
   /** unlock() of an explicit owner id this client holds nothing for: it may hold it elsewhere. */
   private async releaseUnknownHold(owner: string): Promise<void> {
-    const latch = this.newLatch();
-    const latchMs = this.context.watchdogTimeout;
-    const result = await this.callUntilAnswered('release', latchMs, () =>
-      this.release(owner, latch, latchMs, true),
+    const result = this.releaseAnswered(
+      await this.releaseAnyHold(owner, this.newLatch(), this.context.watchdogTimeout),
     );
     if (result === null) throw this.notHeld(owner, undefined);
     if (this.context.events.observes('released'))
       this.context.events.released(this, owner, undefined, result === 1);
   }
 
-  /** A release or withdrawal whose outcome must be learned (see callUntilAnswered). */
-  private callUntilAnswered<T>(operation: string, latchMs: number, send: () => Promise<T>): Promise<T> {
-    return callUntilAnswered(this.context.calls, this.name, operation, latchMs, send);
+  /**
+   * A release or withdrawal whose outcome must be learned (see callUntilAnswered), sent again for
+   * as long as its latch lives at least.
+   */
+  private callUntilAnswered<T>(
+    operation: string,
+    latchMs: number,
+    send: () => Promise<T>,
+    onResent?: (outcome: Resent<T>) => void,
+  ): Promise<T> {
+    return callUntilAnswered(
+      this.context.calls,
+      this.name,
+      operation,
+      performance.now() + latchMs,
+      send,
+      onResent,
+    );
   }
 
   /** The LockNotHeldError for `owner`, saying why when this client can tell. */
@@ -324,7 +417,7 @@ export abstract class BaseLock implements RLock {
   }
 
   async forceUnlock(): Promise<boolean> {
-    this.throwIfClosed('closed');
+    this.throwIfClosed('closed', 'forceUnlock');
     for (const entry of this.context.book.holdersOf(this.name)) {
       this.context.book.lose(entry, 'force-unlocked', 'forceUnlock() deleted it');
     }
@@ -332,12 +425,12 @@ export abstract class BaseLock implements RLock {
   }
 
   async isLocked(): Promise<boolean> {
-    this.throwIfClosed('closed');
+    this.throwIfClosed('closed', 'isLocked');
     return (await this.call('isLocked', () => this.context.redis.exists(this.hashKey))) === 1;
   }
 
   async isHeldByCurrentTask(): Promise<boolean> {
-    this.throwIfClosed('closed');
+    this.throwIfClosed('closed', 'isHeldByCurrentTask');
     const owner = this.currentOwner();
     this.noticeOverdueLease(owner);
     return (
@@ -346,7 +439,7 @@ export abstract class BaseLock implements RLock {
   }
 
   async getHoldCount(): Promise<number> {
-    this.throwIfClosed('closed');
+    this.throwIfClosed('closed', 'getHoldCount');
     const owner = this.currentOwner();
     this.noticeOverdueLease(owner);
     const count = await this.call('getHoldCount', () => this.context.redis.hget(this.hashKey, owner));
@@ -354,7 +447,7 @@ export abstract class BaseLock implements RLock {
   }
 
   async remainTimeToLive(): Promise<number> {
-    this.throwIfClosed('closed');
+    this.throwIfClosed('closed', 'remainTimeToLive');
     return this.call('remainTimeToLive', () => this.context.redis.pttl(this.hashKey));
   }
 
@@ -397,7 +490,9 @@ export abstract class BaseLock implements RLock {
         dispose();
         done();
       }
-      await this.releaseOwn(owner, acquired.hold);
+      // The body did its work: a release Redis did not answer goes on in the background, and the
+      // result stands (a caller that retries on errors must not run the body twice).
+      await this.releaseOwn(owner, acquired.hold, true);
       return result;
     };
     return currentTask() ? run() : runAsHandle(this, this.handleOwner, this.handleFrame, run);
@@ -424,19 +519,29 @@ export abstract class BaseLock implements RLock {
   }
 
   /** close(): gives back `hold` of `owner`, so that waiters elsewhere take over at once. */
-  async releaseAtClose(owner: string, hold: Hold): Promise<void> {
-    await this.releaseHold(owner, hold).catch(() => undefined);
+  async releaseAtClose(owner: string, hold: Hold, quiet: boolean): Promise<void> {
+    await this.releaseHold(owner, hold, quiet).catch(() => undefined);
   }
 
-  /** withLock's release: its own hold (not whatever is newest), then the replica check. */
-  private async releaseOwn(owner: string, hold: Hold): Promise<void> {
+  /**
+   * withLock's release: its own hold (not whatever is newest), then the replica check. `afterWork`:
+   * the body did its work, and a release that went unanswered (it goes on in the background, see
+   * releasedOrResent in resend.ts) does not fail it; there is nothing for replicas to have then.
+   */
+  private async releaseOwn(owner: string, hold: Hold, afterWork = false): Promise<void> {
     if (this.context.closed.aborted) {
       throw new ClientClosedError(
         `the LockClient was closed while this withLock body ran: close() released lock "${this.name}" ` +
           'before the body was done (its signal had aborted)',
+        { lockName: this.name, operation: 'release' },
       );
     }
-    await this.releaseHold(owner, hold);
+    try {
+      await this.releaseHold(owner, hold);
+    } catch (error) {
+      if (afterWork && isReleaseUnanswered(error)) return;
+      throw error;
+    }
     if (this.context.replicaAcks) await this.requireReplicas('release');
   }
 
@@ -462,13 +567,24 @@ export abstract class BaseLock implements RLock {
     return { guard, dispose: () => entry?.guards?.delete(guard) };
   }
 
-  /** Sets the lease of the current owner's newest hold to leaseTime, from now (a group lock's last step). */
-  async shortenLease(leaseTime: number): Promise<void> {
+  /**
+   * Cuts `hold`, which a group lock took of this member with a longer lease, to leaseTime from now
+   * (the group's last step). Only when it is the owner's one hold here: an owner that held this
+   * member before keeps the ttl it has, as at any re-entry (a short inner lease never cuts off an
+   * outer hold). A member Redis no longer has for the owner is a lost lease.
+   */
+  async shortenLease(hold: Hold, leaseTime: number): Promise<void> {
+    const { book } = this.context;
     const owner = this.currentOwner();
+    const before = book.get(this.name, owner);
+    if (before?.holds.length !== 1 || before.holds[0] !== hold) return;
     const sentAt = performance.now();
     const kept = await this.call('renew', () => this.setLease(owner, leaseTime));
-    const entry = this.context.book.get(this.name, owner);
-    if (entry && kept === 1) this.context.book.setNewestLease(entry, leaseTime, sentAt + leaseTime);
+    const entry = book.get(this.name, owner);
+    // Released meanwhile (the group gave up): nothing left to cut.
+    if (entry !== before || !entry.holds.includes(hold)) return;
+    if (kept === 1) book.setLease(entry, hold, leaseTime, sentAt + leaseTime);
+    else book.lose(entry, 'not-in-redis', 'Redis no longer had it when its lease was set');
   }
 
   /**
@@ -491,7 +607,7 @@ export abstract class BaseLock implements RLock {
 
   /** A group lock's release of the hold it took of this member (see tryLockAsMember). */
   async releaseAsMember(hold: Hold): Promise<void> {
-    this.throwIfClosed('closed');
+    this.throwIfClosed('closed', 'release');
     await this.releaseHold(this.currentOwner(), hold, true);
     if (this.context.replicaAcks) await this.requireReplicas('release');
   }
@@ -525,25 +641,25 @@ export abstract class BaseLock implements RLock {
     return undefined;
   }
 
+  /** A read-write lock's writer-preference flag, which its watchdog renewals keep alive; none otherwise. */
+  protected preferenceOf(): string | undefined {
+    return undefined;
+  }
+
   /** The fencing token an acquiring attempt was given, for lock kinds that issue them. */
   protected tokenOf(_latch: string): number | undefined {
     return undefined;
   }
 
   /**
-   * A holder paused past its lease (a long GC or event-loop stall, a stopped process) learns of
+   * A holder whose lease ran out (its process stood still, or Redis did not renew it) learns of
    * the loss before its next call through this lock (unlock, re-entry, hold queries) sends
-   * anything: the timers that would have told it may not have run yet.
+   * anything: the timers that would have told it may not have run yet. Why it ran out is the
+   * watchdog's to say (see Watchdog.noticeOverdue), whichever timer runs first.
    */
   private noticeOverdueLease(owner: string): void {
     const entry = this.context.book.get(this.name, owner);
-    if (entry && entry.leaseEnd <= performance.now()) {
-      this.context.book.lose(
-        entry,
-        'lease-expired',
-        'its lease ran out while the holder was not running (paused or stalled)',
-      );
-    }
+    if (entry && entry.leaseEnd <= performance.now()) this.context.watchdog.noticeOverdue(entry);
   }
 
   /** acquireHold, reported to the client's events when something listens (see LockEvents). */
@@ -608,13 +724,18 @@ export abstract class BaseLock implements RLock {
       return Promise.reject(error);
     }
     if (!(admitted instanceof Promise)) return this.acquireAdmitted(acquisition, admitted, waitTime);
-    return admitted.then((entry) => {
-      if (!entry) return false;
-      // Whatever the gate took of the wait; a wait that ran out there makes one attempt.
-      const waitLeft =
-        waitTime <= 0 ? waitTime : Math.max(0, Math.floor(startedAt + waitTime - performance.now()));
-      return this.acquireAdmitted(acquisition, entry, waitLeft);
-    });
+    return admitted.then(
+      (entry) => {
+        if (!entry) return false;
+        // Whatever the gate took of the wait; a wait that ran out there makes one attempt.
+        const waitLeft =
+          waitTime <= 0 ? waitTime : Math.max(0, Math.floor(startedAt + waitTime - performance.now()));
+        return this.acquireAdmitted(acquisition, entry, waitLeft);
+      },
+      (error: unknown) => {
+        throw closedFor(error, this.name, 'acquire');
+      },
+    );
   }
 
   /** acquireHold past the gate: the first attempt, then a wait only if that did not settle it. */
@@ -632,6 +753,8 @@ export abstract class BaseLock implements RLock {
       context.closing.throwIfAborted();
       const first = firstAttemptOf(waitTime, context.calls.commandTimeout, this.wakeSourceFirst);
       acquisition.deadline = first.deadline;
+      // A lock seen contended a moment ago is most likely held still: the wait begins at once.
+      if (first.kind !== 'try' && this.queuesAtOnce()) return this.waitFor(acquisition, undefined, waitTime);
       return acquisition.firstAttempt(first.kind, first.budget);
     } catch (error) {
       return Promise.reject(this.acquisitionFailed(acquisition, error));
@@ -664,25 +787,42 @@ export abstract class BaseLock implements RLock {
     try {
       next = afterFirstFailure(error, waitTime, acquisition.deadline, acquisition.how.failFast);
     } catch (failure) {
+      // The first attempt of a wait may have taken a place when it ran (a writer of a
+      // writer-preferring lock): a wait that ends on it (aborted, failing fast) gives the place up,
+      // in the background, as a wait that ends later does.
+      if (waitTime !== 0 && !this.wakeSourceFirst) this.giveUpInBackground(acquisition.owner);
       throw this.acquisitionFailed(acquisition, failure);
     }
     return this.waitFor(acquisition, next, waitTime);
   }
 
-  /** The wait after a first attempt that did not settle it (see acquireOrWait). */
+  /**
+   * Whether a wait should listen, and queue (or register as a waiter), with its first attempt: this
+   * client saw the lock contended a moment ago (see RecentContention).
+   */
+  protected queuesAtOnce(): boolean {
+    return false;
+  }
+
+  /**
+   * The wait after a first attempt that did not settle it, or (`first` undefined) a wait that
+   * listens before its first attempt (see acquireOrWait).
+   */
   private async waitFor(
     acquisition: Acquisition,
-    first: FirstAnswer,
+    first: FirstAnswer | undefined,
     waitTime: number,
   ): Promise<false | Acquired> {
     const { context } = this;
     const { owner, signal, how } = acquisition;
     const siblings = context.siblingWaits.join(this.name, owner);
+    context.contention.note(this.name);
     let outcome: AcquireOutcome = false;
     try {
       outcome = await acquireOrWait({
         attempt: (kind, limits) => acquisition.attempt(kind, limits.budget, limits.signal),
         first,
+        listenFirst: first === undefined,
         undoGrant: () => acquisition.undoGrant(),
         openWakeSource: async (limits) => {
           const source = siblings.wrap(await this.openWakeSource(owner, limits));
@@ -704,6 +844,7 @@ export abstract class BaseLock implements RLock {
       throw this.acquisitionFailed(acquisition, error);
     } finally {
       context.siblingWaits.leave(siblings, outcome !== false);
+      context.contention.note(this.name);
     }
     return outcome ? this.grant(acquisition, outcome) : this.acquisitionEnded(acquisition);
   }
@@ -718,14 +859,25 @@ export abstract class BaseLock implements RLock {
     if (!context.siblingWaits.leaveWithout(siblings) || context.book.get(this.name, owner)) {
       return Promise.resolve();
     }
-    return this.call('giveUp', () => (this.giveUp as GiveUp).call(this, owner), limits);
+    return (this.giveUp as GiveUp).call(this, owner, limits);
   }
 
-  /** The acquisition failed with `error` (returned, for the caller to throw): it leaves the gate. */
+  /** Gives up `owner`'s place on the lock (see giveUp) unless another wait of it or a hold keeps it. */
+  private giveUpInBackground(owner: string): void {
+    const { context } = this;
+    if (!this.giveUp || context.siblingWaits.waiting(this.name, owner) || context.book.get(this.name, owner))
+      return;
+    this.giveUp(owner, { budget: context.calls.commandTimeout }).catch(() => undefined);
+  }
+
+  /**
+   * The acquisition failed with `error` (returned, for the caller to throw, naming this lock when
+   * the client closed): it leaves the gate.
+   */
   private acquisitionFailed(acquisition: Acquisition, error: unknown): unknown {
     if (acquisition.entry) this.context.gates.leave(acquisition.entry);
     acquisition.end(false);
-    return error;
+    return closedFor(error, this.name, 'acquire');
   }
 
   /** The wait ended without the lock. */
@@ -755,10 +907,11 @@ export abstract class BaseLock implements RLock {
       body: how.body,
       acquiredAt: performance.now(),
       readTimeouts: this.readTimeoutsOf(owner),
+      preference: this.preferenceOf(),
     };
-    // The lock is the caller's now: confirming a hand-off runs in the background, ahead of any
-    // later command on the connection, and a failed confirmation is a lost lock.
-    if (handoff) void this.confirm(owner, leaseMs, hold);
+    // The lock is the caller's now: its body starts before the confirmation of a hand-off goes out
+    // (see confirmSoon), and a failed confirmation is a lost lock.
+    if (handoff) this.confirmSoon(owner, leaseMs, hold);
     context.book.add(this.name, owner, hold, sentAt + leaseMs, acquisition.holder, {
       quiet: how.quiet,
       explicit: acquisition.holder === undefined,
@@ -794,21 +947,38 @@ export abstract class BaseLock implements RLock {
   }
 
   /** A withdrawal or release sent until Redis answers it, in the background (see sendUntilAnswered). */
-  private retry(operation: string, lifetimeMs: number, send: () => Promise<unknown>): Promise<void> {
-    return sendUntilAnswered(this.context.calls, this.name, operation, lifetimeMs, send);
+  protected retry(operation: string, lifetimeMs: number, send: () => Promise<unknown>): Promise<void> {
+    return sendUntilAnswered(this.context.calls, this.name, operation, performance.now() + lifetimeMs, send);
+  }
+
+  /**
+   * Confirms a hand-off once the new holder's body has begun (setImmediate: after it ran up to its
+   * first wait), not before: the send cost two thirds of the time from the hand-off message to the
+   * body. Nothing the body sends first needs it: a re-entry adds its own hold and leaves the
+   * hand-off to the confirmation (fair/acquire.lua), and a release gives the unconfirmed hold back
+   * as any hold of its owner (its place in the queue with it), after which there is nothing left to
+   * confirm.
+   */
+  private confirmSoon(owner: string, leaseMs: number, hold: Hold): void {
+    setImmediate(() => {
+      if (this.context.book.get(this.name, owner)?.holds.includes(hold))
+        void this.confirm(owner, leaseMs, hold);
+    });
   }
 
   private async confirm(owner: string, leaseMs: number, hold: Hold): Promise<void> {
     let confirmed = true;
     try {
       const confirmHandoff = this.confirmHandoff;
-      if (confirmHandoff)
-        confirmed = await this.call('confirm', () => confirmHandoff.call(this, owner, leaseMs, hold.latch));
+      if (confirmHandoff) confirmed = await confirmHandoff.call(this, owner, leaseMs, hold.latch);
       hold.marked = confirmed;
     } catch (error) {
-      // Unanswered: the provisional grant holds the lock (for fairLockWaitTimeout) and the
-      // watchdog or the lease takes over from there.
+      // Unanswered in time: the hand-off may have come back meanwhile (a fair one waits
+      // fairLockHandoffTimeout for it), so the hold is not counted on. The confirmation is
+      // withdrawn: if it runs after all it takes nothing, and if it ran, what it took is given back.
+      confirmed = false;
       this.context.reportRedisError({ name: this.name, operation: 'confirm', error });
+      void this.withdrawInBackground(owner, hold.latch, leaseMs);
     }
     const entry = this.context.book.get(this.name, owner);
     if (!confirmed && entry) {
@@ -846,9 +1016,11 @@ export abstract class BaseLock implements RLock {
 
   /**
    * 'closing': close() has begun, so no new acquisition starts (releases and queries still run
-   * while close() lets running withLock bodies finish); 'closed': close() is done.
+   * while close() lets running withLock bodies finish); 'closed': close() is done. The error names
+   * this lock and `operation`.
    */
-  private throwIfClosed(stage: 'closing' | 'closed' = 'closing'): void {
-    (stage === 'closing' ? this.context.closing : this.context.closed).throwIfAborted();
+  protected throwIfClosed(stage: 'closing' | 'closed' = 'closing', operation = 'acquire'): void {
+    const signal = stage === 'closing' ? this.context.closing : this.context.closed;
+    if (signal.aborted) throw closedFor(signal.reason, this.name, operation);
   }
 }

@@ -1,6 +1,8 @@
 import type { SiblingWaits } from '../sibling-waits';
+import type { RecentContention } from '../recent-contention';
 import type { LockEvents } from '../events';
 import type { FairWaiters } from '../fair-waiters';
+import type { HandoffWatches } from '../handoff-watches';
 import type { HoldBook } from '../holds';
 import type { Frame } from '../owner';
 import type { OwnerGates } from '../owner-gate';
@@ -9,6 +11,7 @@ import type { RedisCalls } from '../redis-call';
 import type { RedisConnection } from '../redis';
 import type { ClientRegistry } from '../registry';
 import type { ReconnectCounter } from '../reconnects';
+import type { ServerClock } from '../server-clock';
 import type { PublishCommand } from '../scripts';
 import type { StepLimits } from '../wait';
 import type { Watchdog } from '../watchdog';
@@ -34,7 +37,13 @@ export interface LockContext {
   readonly book: HoldBook;
   /** How long a fair-lock waiter's place lives without a refresh, in ms. */
   readonly fairLockWaitTimeout: number;
+  /** How long a fair lock's hand-off waits for its waiter to confirm it, in ms. */
+  readonly fairLockHandoffTimeout: number;
   readonly fairWaiters: FairWaiters;
+  /** The fair-lock hand-offs this client made, settled if their waiter never takes them up. */
+  readonly handoffWatches: HandoffWatches;
+  /** The getLock wake-ups this client's releases sent, passed on if their client never acts. */
+  readonly lockWakeups: HandoffWatches;
   readonly watchdog: Watchdog;
   /** Aborts, with a ClientClosedError, when close() begins: no new acquisition starts, waits end. */
   readonly closing: AbortSignal;
@@ -42,6 +51,8 @@ export interface LockContext {
   readonly closed: AbortSignal;
   /** Keeps each owner's branches apart inside the process (see OwnerGates). */
   readonly gates: OwnerGates;
+  /** The locks this client saw contended a moment ago (see RecentContention). */
+  readonly contention: RecentContention;
   /** An owner's waits asleep together on one lock, woken when one of them takes it. */
   readonly siblingWaits: SiblingWaits;
   /** Says which host and process this client's owner ids belong to (see ClientRegistry). */
@@ -58,6 +69,8 @@ export interface LockContext {
   trackBody(body: Frame, giveBack?: () => Promise<unknown>): () => void;
   /** The client's pub/sub, ready within the limits (it may first ask a cluster what it supports). */
   subscriber(name: string, limits: StepLimits): Promise<Subscriber>;
+  /** The client's pub/sub, if a wait opened it already. */
+  openSubscriber(): Subscriber | undefined;
   reportRedisError(report: RedisErrorReport): void;
   /**
    * With waitForReplicas: how many replicas acknowledged the writes on `key` so far, and how many
@@ -73,6 +86,8 @@ export interface LockContext {
   newRequestId(): string;
   /** Counts the connection's closes: an answer after one may come from a re-sent command. */
   readonly reconnects: ReconnectCounter;
+  /** Redis' clock, in which requests' windows are written (see RequestWindow). */
+  readonly clock: ServerClock;
   /** The client's acquired / notAcquired / released events. */
   readonly events: LockEvents;
 }

@@ -13,6 +13,8 @@ import type { FencedHeld, LockHold, RFencedLock, WithLockOptions } from './types
  */
 export class FencedLock extends ReentrantLock implements RFencedLock {
   override readonly kind = 'fenced';
+  /** Its attempts are its own script's, which keeps no entry among the lock's waiters. */
+  protected override readonly wokenOneAtATime = false;
   private readonly tokenKey: string;
   /** Tokens of attempts that acquired, by their latch, until acquire() reads them. */
   private readonly granted = new Map<string, number>();
@@ -45,7 +47,7 @@ export class FencedLock extends ReentrantLock implements RFencedLock {
   }
 
   async getToken(): Promise<number | null> {
-    this.context.closed.throwIfAborted();
+    this.throwIfClosed('closed', 'getToken');
     const token = await this.call('getToken', () => this.context.redis.get(this.tokenKey));
     return token === null || token === undefined ? null : Number(token);
   }

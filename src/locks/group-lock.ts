@@ -1,19 +1,22 @@
 import { onAbort } from '../abort';
-import { LockLostError, LockTimeoutError, RedisUnavailableError } from '../errors';
+import {
+  closedFor,
+  LockLostError,
+  LockNotHeldError,
+  LockTimeoutError,
+  RedisUnavailableError,
+} from '../errors';
 import type { LockEvents } from '../events';
 import type { LostLease } from '../holds';
 import { Frame, runInCurrentOrNewTask, runInFrame } from '../owner';
 import { isPassing } from '../redis-call';
+import { releasedOrResent } from '../resend';
 import { pauseFor, retryPause } from '../timing';
-import {
-  checkLeaseTime,
-  checkWaitTime,
-  isOptionsObject,
-  parseLockOptions as parseOptions,
-} from '../validate';
-import type { Hold } from '../holds';
+import { parseLockArguments, parseLockOptions as parseOptions, parseTryLockArguments } from '../validate';
 import { BaseLock } from './base-lock';
+import { askMembers, holdingWait, type LateMembers, type Round, type Taken } from './group-round';
 import { quorumAtLeast, quorumDeleted, quorumReleased, quorumSaysYes } from './quorum';
+import { watchQuorum, type Tracker } from './quorum-watch';
 import type { RedisErrorReport } from './context';
 import { lockHold } from './lock-hold';
 import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
@@ -21,12 +24,14 @@ import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOption
 /**
  * One lock made of several (Redisson's RedissonMultiLock and RedissonRedLock).
  *
- * An attempt is a round: every member is asked at once, each within the time left, and the round
- * is decided as soon as `quorum` members are held (taken) or can no longer be (failed); members
- * still being asked are then called off, and a grant that reaches one of them late is given back.
- * A failed round gives back what it took, steps back a random moment and starts over while time
- * is left, so two groups over the same locks never deadlock: a round that holds some members but
- * not a quorum waits for the rest only briefly.
+ * An attempt is a round (see askMembers): every member is asked at once, each within the time
+ * left, and the round is decided as soon as `quorum` members are held (taken) or can no longer be
+ * (failed). A held round answers at once; members that had not answered yet join the hold when
+ * they are granted (see LateMembers), so that a RedLock holds every master it can. A failed round
+ * calls off the members still being asked, gives back what it took (a grant that reaches a member
+ * late too), steps back a random moment and starts over while time is left, so two groups over the
+ * same locks never deadlock: a round that holds some members but not a quorum waits for the rest
+ * only briefly.
  *
  * Members are held quietly: a member whose lease is lost does not raise its client's lockLost by
  * itself; the group reports a loss once fewer than `quorum` members are still held.
@@ -57,41 +62,6 @@ export interface GroupRules {
 
 /** How long lock() waits for the members in one attempt before it starts over (Redisson's 1.5 s each). */
 const LOCK_ROUND_PER_MEMBER_MS = 1_500;
-
-/**
- * While a round already holds members, it waits for the rest only briefly (50-150 ms, at random):
- * two groups taking the same locks in opposite orders each hold what the other waits for, and must
- * not both wait out their whole time. Waiting for the first member costs nothing.
- */
-const holdingWait = (): number => 50 + Math.random() * 100;
-
-/** Calls off the members still being asked once a round is decided. */
-class RoundDecided extends Error {}
-
-/** A member a round took, and the hold it took of it. */
-interface Taken {
-  member: BaseLock;
-  hold: Hold;
-}
-
-interface Round {
-  taken: Taken[];
-  /** A member waited for another holder. */
-  contended: boolean;
-  /** The last member error, if any. */
-  error?: unknown;
-  /** How many members failed with an error, or were called off before they answered at all. */
-  errors: number;
-}
-
-/** The members one acquisition of the group holds, watched for lost leases. */
-interface Tracker {
-  readonly taken: Taken[];
-  /** performance.now() when the group was acquired. */
-  readonly acquiredAt: number;
-  readonly controller: AbortController;
-  dispose(): void;
-}
 
 export class GroupLock implements RLock {
   readonly name: string;
@@ -126,10 +96,8 @@ export class GroupLock implements RLock {
 
   lock(leaseTime?: number): Promise<void>;
   lock(options: LockOptions): Promise<void>;
-  async lock(arg?: number | LockOptions): Promise<void> {
-    const { leaseTime, signal } = isOptionsObject(arg)
-      ? parseOptions(arg, 'lock')
-      : { leaseTime: arg === undefined ? -1 : checkLeaseTime(arg), signal: undefined };
+  async lock(arg?: number | LockOptions, extra?: unknown): Promise<void> {
+    const { leaseTime, signal } = parseLockArguments(arg, extra);
     await this.take(-1, leaseTime, signal);
   }
 
@@ -154,8 +122,14 @@ export class GroupLock implements RLock {
     body?: Frame,
     contended?: () => void,
   ): Promise<boolean> {
-    if (waitTime < 0) return this.lockUntilHeld(leaseTime, signal, body, contended);
-    return this.acquire(waitTime, leaseTime, signal, body, contended);
+    const taking =
+      waitTime < 0
+        ? this.lockUntilHeld(leaseTime, signal, body, contended)
+        : this.acquire(waitTime, leaseTime, signal, body, contended);
+    // The client's close ends every wait with one shared error: the caller's names this group.
+    return taking.catch((error: unknown) => {
+      throw closedFor(error, this.name, 'acquire');
+    });
   }
 
   /** lock(): attempts of up to 1.5 s per member, until one holds; rides out outages. */
@@ -184,11 +158,8 @@ export class GroupLock implements RLock {
   tryLock(waitTime: number, leaseTime?: number): Promise<boolean>;
   tryLock(options: TryLockOptions): Promise<boolean>;
   async tryLock(arg?: number | TryLockOptions, leaseTime?: number): Promise<boolean> {
-    if (arg !== undefined && !isOptionsObject(arg)) {
-      return this.take(checkWaitTime(arg), leaseTime === undefined ? -1 : checkLeaseTime(leaseTime));
-    }
-    const options = parseOptions(arg);
-    return this.take(options.waitTime ?? 0, options.leaseTime, options.signal);
+    const { waitTime, leaseTime: lease, signal } = parseTryLockArguments(arg, leaseTime);
+    return this.take(waitTime, lease, signal);
   }
 
   /**
@@ -204,12 +175,21 @@ export class GroupLock implements RLock {
       ? tracker.taken.map(({ member, hold }) => member.releaseAsMember(hold))
       : this.members.map((member) => member.unlock());
     const ownerId = this.ownerKey();
-    await quorumReleased(releases, {
+    const released = quorumReleased(releases, {
       allOrNothing: this.rules.quorum === this.members.length,
       stillHeld: this.rules.quorum - 1,
       groupName: this.name,
       ownerId,
     });
+    // A hold the group has lost (fewer than the quorum held, or its fixed lease over) is not held,
+    // whatever members are left over: they are given back, and unlock() says so as a single lock's
+    // does, rather than depend on whether a straggler's lease had run out in Redis yet.
+    const lost = tracker?.controller.signal.reason;
+    if (lost instanceof LockLostError) {
+      await released.catch(() => undefined);
+      throw new LockNotHeldError(this.name, ownerId, { heldByOthers: [], lost: lost.lostCode });
+    }
+    await released;
     if (this.rules.events.observes('released')) {
       this.rules.events.released(this, ownerId, tracker?.acquiredAt, !this.trackers.has(ownerId));
     }
@@ -283,7 +263,8 @@ export class GroupLock implements RLock {
         stopListening?.();
         done();
       }
-      await this.unlock();
+      // The body did its work: a release Redis did not answer goes on in the background.
+      await releasedOrResent(this.unlock());
       return result;
     });
   }
@@ -320,20 +301,31 @@ export class GroupLock implements RLock {
       signal?.throwIfAborted();
       const roundStarted = performance.now();
       const memberWait = waitTime <= 0 ? 0 : Math.max(0, Math.floor(deadline - roundStarted));
-      const round = await this.round(memberWait, memberLease, signal, body);
+      const round = await askMembers(this.members, {
+        quorum: this.rules.quorum,
+        memberWait,
+        memberLease,
+        signal,
+        body,
+        closing: this.rules.closing,
+      });
       if (round.contended) contended?.();
       const quorumHeld = round.taken.length >= this.rules.quorum;
       if (!signal?.aborted && quorumHeld && this.stillValid(leaseTime, performance.now() - roundStarted)) {
+        const cut = leaseTime > 0 && memberLease !== leaseTime;
+        const cutAt = performance.now();
         try {
-          if (leaseTime > 0 && memberLease !== leaseTime) await this.shortenLeases(round.taken, leaseTime);
+          if (cut) await this.shortenLeases(round.taken, leaseTime);
         } catch (error) {
           // Not every member took the lease asked for: held longer than meant, it is given back.
+          round.late.end();
           await this.release(round.taken);
           throw error;
         }
-        this.track(round.taken);
+        this.track(round.taken, round.late, cut ? cutAt + leaseTime : undefined);
         return true;
       }
+      round.late.end();
       await this.release(round.taken);
       signal?.throwIfAborted();
       this.rules.closing.throwIfAborted();
@@ -366,80 +358,6 @@ export class GroupLock implements RLock {
     );
   }
 
-  /**
-   * Asks every member at once; settles when each answered or was called off. The round is decided
-   * as soon as the quorum is held or out of reach. A round that holds members but waits for others
-   * that another holder keeps waits only `holdingWait()` more (two groups must not hold each
-   * other's members for their whole wait); a member that has not answered at all is waited for
-   * within its own budget, and then counts as failed.
-   */
-  private round(memberWait: number, memberLease: number, signal?: AbortSignal, body?: Frame): Promise<Round> {
-    const allowedFailures = this.members.length - this.rules.quorum;
-    const callOff = new AbortController();
-    // Called off when the round is decided, when the caller aborts, or when the group's client closes.
-    const memberSignal = AbortSignal.any(
-      signal ? [callOff.signal, signal, this.rules.closing] : [callOff.signal, this.rules.closing],
-    );
-    const round: Round = { taken: [], errors: 0, contended: false };
-    let failed = 0;
-    /** Members whose wait ended without the lock: another holder kept it. */
-    let refused = 0;
-    let unanswered = this.members.length;
-    let holding: NodeJS.Timeout | undefined;
-    const decide = (): void => {
-      clearTimeout(holding);
-      if (!callOff.signal.aborted) callOff.abort(new RoundDecided());
-    };
-    const review = (): void => {
-      if (round.taken.length >= this.rules.quorum || failed > allowedFailures) decide();
-      else if (round.taken.length > 0 && unanswered === 0 && memberWait > 0 && !holding) {
-        holding = setTimeout(decide, holdingWait());
-      }
-    };
-    const asked = this.members.map(async (member) => {
-      let answered = false;
-      const answer = (): void => {
-        if (answered) return;
-        answered = true;
-        unanswered -= 1;
-      };
-      try {
-        const acquired = await member.tryLockAsMember({
-          waitTime: memberWait,
-          leaseTime: memberLease,
-          signal: memberSignal,
-          body,
-          onHeldElsewhere: () => {
-            round.contended = true;
-            answer();
-            review();
-          },
-        });
-        if (acquired) round.taken.push({ member, hold: acquired });
-        else {
-          failed += 1;
-          refused += 1;
-        }
-      } catch (error) {
-        failed += 1;
-        if (!(error instanceof RoundDecided) && error !== signal?.reason) {
-          round.errors += 1;
-          round.error = error;
-        } else if (error instanceof RoundDecided && !answered && !round.contended && refused === 0) {
-          // Called off before Redis said anything: its master may be as unreachable as the others.
-          // (Not when another holder decided the round: a slow answer is no outage then.)
-          round.errors += 1;
-        }
-      }
-      answer();
-      review();
-    });
-    return Promise.all(asked).then(() => {
-      clearTimeout(holding);
-      return round;
-    });
-  }
-
   private stillValid(leaseTime: number, elapsed: number): boolean {
     if (!this.rules.validity) return true;
     const lease = leaseTime < 0 ? this.rules.watchdogLease : leaseTime;
@@ -447,16 +365,22 @@ export class GroupLock implements RLock {
   }
 
   private async shortenLeases(taken: Taken[], leaseTime: number): Promise<void> {
-    await Promise.all(taken.map(({ member }) => member.shortenLease(leaseTime)));
+    await Promise.all(taken.map(({ member, hold }) => member.shortenLease(hold, leaseTime)));
   }
 
   private async release(taken: Taken[]): Promise<void> {
     await Promise.allSettled(taken.map(({ member, hold }) => member.releaseAsMember(hold)));
   }
 
-  /** The controller of the current owner's newest acquisition: it aborts when the group is lost. */
+  /**
+   * The controller of the current owner's newest acquisition: it aborts when the group is lost.
+   * Whoever asks for it watches that acquisition (see Tracker.watched).
+   */
   private newestHeld(): AbortController {
-    return this.trackers.get(this.ownerKey())?.at(-1)?.controller ?? new AbortController();
+    const tracker = this.trackers.get(this.ownerKey())?.at(-1);
+    if (!tracker) return new AbortController();
+    tracker.watched = true;
+    return tracker.controller;
   }
 
   /** Whose acquisitions of this group the trackers are: the owner the first member acts for. */
@@ -465,14 +389,19 @@ export class GroupLock implements RLock {
   }
 
   /**
-   * Watches the members this acquisition holds: once fewer than the quorum are, the group's loss
-   * is reported (members are held quietly) and withLock's signal aborts. Nothing here refers to
-   * the group itself: a group dropped while it holds must be collectable, so that its members'
-   * holds are found orphaned.
+   * Watches the members this acquisition holds, and those that join it late (see watchQuorum).
+   * `leaseEnd`: when a fixed lease the members took longer at first ends.
    */
-  private track(taken: Taken[]): void {
+  private track(taken: Taken[], late: LateMembers, leaseEnd: number | undefined): void {
     const key = this.ownerKey();
-    const tracker = watchQuorum(taken, this.rules, this.name, this.members.length, key, performance.now());
+    const tracker = watchQuorum(taken, late, {
+      name: this.name,
+      quorum: this.rules.quorum,
+      members: this.members.length,
+      ownerId: key,
+      reportLost: this.rules.reportLost,
+      leaseEnd,
+    });
     const list = this.trackers.get(key) ?? [];
     list.push(tracker);
     this.trackers.set(key, list);
@@ -487,40 +416,4 @@ export class GroupLock implements RLock {
     if (list?.length === 0) this.trackers.delete(key);
     return tracker;
   }
-}
-
-/** See GroupLock.track: a function of its own, so that its closures keep no group alive. */
-function watchQuorum(
-  taken: Taken[],
-  rules: Pick<GroupRules, 'quorum' | 'reportLost'>,
-  name: string,
-  members: number,
-  ownerId: string,
-  acquiredAt: number,
-): Tracker {
-  const controller = new AbortController();
-  const watches = taken.map(({ member }) => member.watchCurrentHold()).filter((watch) => watch !== undefined);
-  let held = watches.length;
-  const onLost = (event: Event): void => {
-    held -= 1;
-    if (held >= rules.quorum || controller.signal.aborted) return;
-    const cause = (event.target as AbortSignal).reason as Error;
-    // The group itself was dropped: its members report themselves as orphaned.
-    if (cause instanceof LockLostError && cause.lostCode === 'orphaned') return controller.abort(cause);
-    const reason = `fewer than ${rules.quorum} of its ${members} locks are held: ${cause.message}`;
-    controller.abort(new LockLostError(name, ownerId, 'quorum-lost', reason));
-    rules.reportLost({ name, ownerId, code: 'quorum-lost', reason });
-  };
-  for (const watch of watches) watch.signal.addEventListener('abort', onLost, { once: true });
-  return {
-    taken,
-    acquiredAt,
-    controller,
-    dispose: () => {
-      for (const watch of watches) {
-        watch.signal.removeEventListener('abort', onLost);
-        watch.dispose();
-      }
-    },
-  };
 }

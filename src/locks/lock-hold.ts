@@ -1,3 +1,4 @@
+import { releasedOrResent } from '../resend';
 import type { LockHold } from './types';
 
 /**
@@ -10,7 +11,12 @@ function asyncDisposeSymbol(): typeof Symbol.asyncDispose {
   return Symbol.asyncDispose ?? (Symbol.for('Symbol.asyncDispose') as typeof Symbol.asyncDispose);
 }
 
-/** A LockHold whose release runs `release` once, however often it is called or disposed. */
+/**
+ * A LockHold whose release runs `release` once, however often it is called or disposed. release()
+ * is the caller's own call and answers as unlock() does; leaving an `await using` block ends a body
+ * that did its work, as the end of withLock does: a release Redis did not answer goes on in the
+ * background (see releasedOrResent) instead of failing the block.
+ */
 export function lockHold(
   signal: AbortSignal,
   token: number | undefined,
@@ -18,7 +24,8 @@ export function lockHold(
 ): LockHold {
   let released: Promise<void> | undefined;
   const once = (): Promise<void> => (released ??= release());
-  const hold: LockHold = { signal, release: once, [asyncDisposeSymbol()]: once };
+  const dispose = (): Promise<void> => releasedOrResent(once());
+  const hold: LockHold = { signal, release: once, [asyncDisposeSymbol()]: dispose };
   if (token !== undefined) hold.token = token;
   return hold;
 }

@@ -10,6 +10,7 @@ import {
   withdrawReadLock,
   withdrawWriteLock,
   type PublishCommand,
+  type ReleaseWhich,
 } from '../scripts';
 import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
 import { BaseLock, newHandleOwner, type HandleOwner } from './base-lock';
@@ -20,9 +21,9 @@ import type { RLock } from './types';
 export interface ReadWriteLockOptions {
   /**
    * Readers queue behind a waiting writer, so that a stream of overlapping readers cannot starve
-   * writers. A property of the name, kept in Redis: once set by any rlock client it holds for
-   * every rlock client of the name (Redisson clients ignore it). Default: reader preference, as
-   * Redisson.
+   * writers. A property of the name, kept in Redis while the name is in use (its hash or a waiting
+   * writer) and never longer: once set by any rlock client it holds for every rlock client of the
+   * name meanwhile (Redisson clients ignore it). Default: reader preference, as Redisson.
    */
   writerPreference?: boolean;
 }
@@ -64,18 +65,21 @@ abstract class ReadWriteHalf extends BaseLock {
   }
 
   protected async openWakeSource(_owner: string, limits: StepLimits): Promise<WakeSource> {
-    return (await this.context.subscriber(this.name, limits)).subscribe(this.keys.channel, limits);
+    return (await this.context.subscriber(this.name, limits)).subscribe(this.keys.channel, {
+      ...limits,
+      lock: this.name,
+    });
   }
 
   /** The hash's fields, for isLocked (Redisson's meaning differs per half). */
   protected async fields(): Promise<Record<string, string>> {
-    this.context.closed.throwIfAborted();
+    this.throwIfClosed('closed', 'isLocked');
     return this.call('isLocked', () => this.context.redis.hgetall(this.keys.lock));
   }
 
   /** Redisson's forceUnlock: deletes the lock only in this half's mode; wakes every waiter. */
   override async forceUnlock(): Promise<boolean> {
-    this.context.closed.throwIfAborted();
+    this.throwIfClosed('closed', 'forceUnlock');
     if (!(await this.call('forceUnlock', () => this.forceRelease()))) return false;
     for (const entry of this.context.book.holdersOf(this.name)) {
       this.context.book.lose(entry, 'force-unlocked', 'forceUnlock() deleted it');
@@ -83,8 +87,14 @@ abstract class ReadWriteHalf extends BaseLock {
     return true;
   }
 
+  /** Renewed with the hold, so that the name's preference lives as long as the name is in use. */
+  protected override preferenceOf(): string {
+    return this.keys.preference;
+  }
+
   protected async forceRelease(): Promise<boolean> {
-    const keys: [string, string] = [this.keys.lock, this.keys.channel];
+    const { lock, channel, writers, preference } = this.keys;
+    const keys: [string, string, string, string] = [lock, channel, writers, preference];
     const args: ['read' | 'write', PublishCommand] = [this.mode, await this.context.publishCommand()];
     return (await forceReleaseReadWriteLock(this.context.redis, keys, args)) === 1;
   }
@@ -98,10 +108,10 @@ class ReadLock extends ReadWriteHalf {
   readonly kind = 'read';
 
   protected attempt(owner: string, leaseMs: number, latch: string): Promise<number | null> {
-    const { lock, writers } = this.keys;
+    const { lock, writers, preference } = this.keys;
     return acquireReadLock(
       this.context.redis,
-      [lock, latch, readTimeoutPrefix(this.keys, owner), writers],
+      [lock, latch, readTimeoutPrefix(this.keys, owner), writers, preference],
       [leaseMs, owner, owner + WRITE_SUFFIX, this.markOf(latch)],
     );
   }
@@ -110,21 +120,21 @@ class ReadLock extends ReadWriteHalf {
     owner: string,
     latch: string,
     latchMs: number,
-    any: boolean,
+    which: ReleaseWhich,
   ): Promise<0 | 1 | null> {
-    const { lock, channel, timeoutBase, writers } = this.keys;
+    const { lock, channel, timeoutBase, writers, preference } = this.keys;
     return releaseReadLock(
       this.context.redis,
-      [lock, channel, latch, readTimeoutPrefix(this.keys, owner), timeoutBase, writers],
-      [owner, latchMs, await this.context.publishCommand(), any ? 'any' : 'marked', this.markOf(latch)],
+      [lock, channel, latch, readTimeoutPrefix(this.keys, owner), timeoutBase, writers, preference],
+      [owner, latchMs, await this.context.publishCommand(), which, this.markOf(latch)],
     );
   }
 
   protected async withdraw(owner: string, latch: string, latchMs: number): Promise<unknown> {
-    const { lock, channel, timeoutBase, writers } = this.keys;
+    const { lock, channel, timeoutBase, writers, preference } = this.keys;
     return withdrawReadLock(
       this.context.redis,
-      [lock, channel, latch, readTimeoutPrefix(this.keys, owner), timeoutBase, writers],
+      [lock, channel, latch, readTimeoutPrefix(this.keys, owner), timeoutBase, writers, preference],
       [owner, latchMs, await this.context.publishCommand(), this.markOf(latch)],
     );
   }
@@ -188,32 +198,37 @@ class WriteLock extends ReadWriteHalf {
     owner: string,
     latch: string,
     latchMs: number,
-    any: boolean,
+    which: ReleaseWhich,
   ): Promise<0 | 1 | null> {
-    const { lock, channel, timeoutBase } = this.keys;
+    const { lock, channel, timeoutBase, writers, preference } = this.keys;
     return releaseWriteLock(
       this.context.redis,
-      [lock, channel, latch, timeoutBase],
-      [owner, latchMs, await this.context.publishCommand(), any ? 'any' : 'marked', this.markOf(latch)],
+      [lock, channel, latch, timeoutBase, writers, preference],
+      [owner, latchMs, await this.context.publishCommand(), which, this.markOf(latch)],
     );
   }
 
   protected async withdraw(owner: string, latch: string, latchMs: number): Promise<unknown> {
-    const { lock, channel, timeoutBase } = this.keys;
+    const { lock, channel, timeoutBase, writers, preference } = this.keys;
     return withdrawWriteLock(
       this.context.redis,
-      [lock, channel, latch, timeoutBase],
+      [lock, channel, latch, timeoutBase, writers, preference],
       [owner, latchMs, await this.context.publishCommand(), this.markOf(latch)],
     );
   }
 
   /** A writer that gives up its wait leaves its place (writerPreference), and readers behind it wake. */
-  protected override async giveUp(owner: string): Promise<unknown> {
-    const { writers, channel } = this.keys;
-    return leaveWriterQueue(
-      this.context.redis,
-      [writers, channel],
-      [owner, await this.context.publishCommand()],
+  protected override giveUp(owner: string, limits: StepLimits): Promise<unknown> {
+    const { writers, channel, lock, preference } = this.keys;
+    return this.call(
+      'giveUp',
+      async () =>
+        leaveWriterQueue(
+          this.context.redis,
+          [writers, channel, lock, preference],
+          [owner, await this.context.publishCommand()],
+        ),
+      limits,
     );
   }
 

@@ -24,8 +24,17 @@ export interface Held {
  * `await using` declaration (TypeScript 5.2+, or a runtime with explicit resource management).
  */
 export interface LockHold extends Held {
-  /** Releases this hold (what unlock() would give back); later calls answer the first's promise. */
+  /**
+   * Releases this hold (what unlock() would give back); later calls answer the first's promise.
+   * It answers as unlock() does: RedisUnavailableError when Redis did not answer in time (the
+   * release goes on in the background).
+   */
   release(): Promise<void>;
+  /**
+   * What leaving an `await using` block calls: the release, ending like withLock's. A release that
+   * Redis did not answer goes on in the background (reported by the client's events) instead of
+   * failing the block whose work is done; a lost lease still rejects.
+   */
   [Symbol.asyncDispose](): Promise<void>;
 }
 

@@ -2,16 +2,31 @@ import { homeSlot, requestLatchKey, type SemaphoreKeys } from '../keys';
 import type { LockContext } from '../locks/context';
 import type { Subscription, WakePolicy } from '../pubsub';
 import type { CallLimits } from '../redis-call';
-import { callUntilAnswered, sendUntilAnswered } from '../resend';
+import {
+  changeOnce,
+  openWindow,
+  sendUntilAnswered,
+  settleByLatch,
+  windowLength,
+  type Change,
+  type RequestWindow,
+} from '../resend';
 import { trySetSemaphorePermits, type PublishCommand } from '../scripts';
+import { closedFor } from '../errors';
 import { checkLockName } from '../validate';
 import type { StepLimits } from '../wait';
 import { checkPermits } from './permits';
 
+/** One request that changes a synchronizer: its latch key and its window (see lua/include/requests.lua). */
+export interface Request extends RequestWindow {
+  readonly latch: string;
+}
+
 /**
- * What the synchronizers share: the name and its cluster slot, budgeted Redis calls, request
- * latches, and the subscription their waiters sleep on. They run on the locks' client machinery
- * (LockContext): one connection, one subscriber, one set of budgets and one close().
+ * What the synchronizers share: the name and its cluster slot, budgeted Redis calls, requests
+ * with their latches and windows, and the subscription their waiters sleep on. They run on the
+ * locks' client machinery (LockContext): one connection, one subscriber, one set of budgets and
+ * one close().
  */
 export abstract class Synchronizer {
   readonly name: string;
@@ -27,16 +42,25 @@ export abstract class Synchronizer {
   }
 
   /**
-   * How long a request latch remembers its request, in ms: longer than rlock sends a request
-   * again (sendUntilAnswered stops then), and than ioredis takes to re-send after a reconnect.
+   * How long a request's copies may take effect, in ms, and how long its latch outlives that
+   * (the scripts' latch_ms): watchdogTimeout, or longer when commandTimeout asks for it.
    */
-  protected get latchMs(): number {
-    return this.context.watchdogTimeout;
+  protected get windowMs(): number {
+    return windowLength(this.context.watchdogTimeout, this.context.calls.commandTimeout);
   }
 
-  /** A fresh request latch (see lua/include/requests.lua). */
-  protected newRequestLatch(): string {
-    return requestLatchKey(this.name, this.context.newRequestId(), this.slot);
+  /**
+   * A fresh request (see lua/include/requests.lua): a latch named by `id` (default: a new request
+   * id of the client) and a window of `lengthMs` from now, by Redis' clock (read first, within
+   * `limits`, the first time).
+   */
+  protected async newRequest(
+    id = this.context.newRequestId(),
+    limits?: StepLimits,
+    lengthMs = this.windowMs,
+  ): Promise<Request> {
+    const window = await openWindow(this.context.clock, this.name, lengthMs, limits);
+    return { ...window, latch: requestLatchKey(this.name, id, this.slot) };
   }
 
   protected publishCommand(): PublishCommand | Promise<PublishCommand> {
@@ -45,32 +69,67 @@ export abstract class Synchronizer {
 
   /** Runs one Redis command within its budget (see RedisCalls). */
   protected call<T>(operation: string, send: () => Promise<T>, limits?: CallLimits<T>): Promise<T> {
-    this.context.closed.throwIfAborted();
+    this.throwIfClosed('closed', operation);
     return this.context.calls.run(this.name, operation, send, limits);
   }
 
   /**
-   * One call that changes the object, carrying a request latch: when Redis does not answer in
-   * time it is sent again in the background until it does (the latch makes it count once), so a
-   * release is never lost to a slow moment, while the caller gets the error.
+   * One call that changes the object, under a fresh request, within one commandTimeout (the
+   * clock's first reading included). When Redis does not answer in time the caller gets the error,
+   * and the change goes on in the background until it has taken effect once (see changeOnce): the
+   * request is settled through its latch, and made again when it did not take effect, so a release
+   * is lost neither to a slow moment nor to an outage longer than its window. `send` writes the
+   * request's latch to outlive its window by `request.lengthMs`; its answer is a number, which is
+   * what the latch remembers.
    */
-  protected callUntilAnswered<T>(operation: string, send: () => Promise<T>): Promise<T> {
-    this.context.closed.throwIfAborted();
-    return callUntilAnswered(this.context.calls, this.name, operation, this.latchMs, send);
+  protected async change(operation: string, send: (request: Request) => Promise<number>): Promise<number> {
+    this.throwIfClosed('closed', operation);
+    const change: Change<number, Request> = {
+      open: (lengthMs, limits) => this.newRequest(undefined, limits, lengthMs),
+      send,
+      settle: (request) => settleByLatch(this.context.redis, request, Number),
+    };
+    return changeOnce(this.context.calls, this.name, operation, change, this.windowMs);
   }
 
-  /** Sends `send` until Redis answers it, through passing failures, for at most latchMs. */
-  protected sendUntilAnswered(operation: string, send: () => Promise<unknown>): Promise<void> {
-    return sendUntilAnswered(this.context.calls, this.name, operation, this.latchMs, send);
+  /**
+   * 'closing': close() has begun (no new wait starts); 'closed': close() is done (no call goes out).
+   * The error names this object and `operation`.
+   */
+  protected throwIfClosed(stage: 'closing' | 'closed', operation: string): void {
+    const signal = stage === 'closing' ? this.context.closing : this.context.closed;
+    if (signal.aborted) throw closedFor(signal.reason, this.name, operation);
+  }
+
+  /** A wait for `operation`, whose ClientClosedError (close() ended it) names this object. */
+  protected async waitNamed<T>(operation: string, wait: () => Promise<T>): Promise<T> {
+    try {
+      this.throwIfClosed('closing', operation);
+      return await wait();
+    } catch (error) {
+      throw closedFor(error, this.name, operation);
+    }
+  }
+
+  /** Sends `send` until Redis answers it, through passing failures, until `stopAt` (performance.now()). */
+  protected sendUntilAnswered(
+    operation: string,
+    stopAt: number,
+    send: () => Promise<unknown>,
+  ): Promise<void> {
+    return sendUntilAnswered(this.context.calls, this.name, operation, stopAt, send);
   }
 
   /** Sets the permits of a semaphore at `keys` when none are set yet (both semaphores' trySetPermits). */
   protected async trySetPermitCount(keys: SemaphoreKeys, permits: number): Promise<boolean> {
     checkPermits(permits);
     const publish = await this.publishCommand();
-    const latched: [string, string, string] = [keys.permits, keys.channel, this.newRequestLatch()];
-    const set = await this.callUntilAnswered('trySetPermits', () =>
-      trySetSemaphorePermits(this.context.redis, latched, [permits, this.latchMs, publish]),
+    const set = await this.change('trySetPermits', (request) =>
+      trySetSemaphorePermits(
+        this.context.redis,
+        [keys.permits, keys.channel, request.latch],
+        [permits, request.lengthMs, publish, request.until],
+      ),
     );
     return set === 1;
   }
@@ -78,7 +137,7 @@ export abstract class Synchronizer {
   /** Waiters sleep on `channel`, woken as `wakes` says, shared per client. */
   protected async listen(channel: string, wakes: WakePolicy, limits: StepLimits): Promise<Subscription> {
     const subscriber = await this.context.subscriber(this.name, limits);
-    return subscriber.subscribe(channel, { ...limits, wakes });
+    return subscriber.subscribe(channel, { ...limits, wakes, lock: this.name });
   }
 }
 

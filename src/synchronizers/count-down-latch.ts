@@ -8,7 +8,7 @@ import type { LockContext } from '../locks/context';
 import { countDownLatch, deleteLatch, trySetLatchCount } from '../scripts';
 import { acquireOrWait } from '../wait';
 import { checkCount } from '../validate';
-import { Synchronizer, wakeEveryone } from './base';
+import { Synchronizer, wakeEveryone, type Request } from './base';
 import { MAX_PERMITS, parseWaitOptions } from './permits';
 import type { PermitWaitOptions, RCountDownLatch } from './types';
 
@@ -28,18 +28,27 @@ export class CountDownLatch extends Synchronizer implements RCountDownLatch {
   async trySetCount(count: number): Promise<boolean> {
     checkCount('count', count, 'counts', { min: 1, max: MAX_PERMITS });
     const publish = await this.publishCommand();
-    const keys = this.requestKeys();
-    const set = await this.callUntilAnswered('trySetCount', () =>
-      trySetLatchCount(this.context.redis, keys, [count, this.latchMs, publish, LATCH_NEW_COUNT_MESSAGE]),
+    const set = await this.change('trySetCount', (request) =>
+      trySetLatchCount(this.context.redis, this.requestKeys(request), [
+        count,
+        request.lengthMs,
+        publish,
+        LATCH_NEW_COUNT_MESSAGE,
+        request.until,
+      ]),
     );
     return set === 1;
   }
 
   async countDown(): Promise<void> {
     const publish = await this.publishCommand();
-    const keys = this.requestKeys();
-    await this.callUntilAnswered('countDown', () =>
-      countDownLatch(this.context.redis, keys, [this.latchMs, publish, LATCH_ZERO_MESSAGE]),
+    await this.change('countDown', (request) =>
+      countDownLatch(this.context.redis, this.requestKeys(request), [
+        request.lengthMs,
+        publish,
+        LATCH_ZERO_MESSAGE,
+        request.until,
+      ]),
     );
   }
 
@@ -49,30 +58,35 @@ export class CountDownLatch extends Synchronizer implements RCountDownLatch {
 
   async delete(): Promise<boolean> {
     const publish = await this.publishCommand();
-    const keys = this.requestKeys();
-    const deleted = await this.callUntilAnswered('delete', () =>
-      deleteLatch(this.context.redis, keys, [this.latchMs, publish, LATCH_NEW_COUNT_MESSAGE]),
+    const deleted = await this.change('delete', (request) =>
+      deleteLatch(this.context.redis, this.requestKeys(request), [
+        request.lengthMs,
+        publish,
+        LATCH_NEW_COUNT_MESSAGE,
+        request.until,
+      ]),
     );
     return deleted === 1;
   }
 
   async await(options?: PermitWaitOptions): Promise<boolean> {
     const { waitTime = -1, signal } = parseWaitOptions(options);
-    this.context.closing.throwIfAborted();
-    const opened = await acquireOrWait({
-      // Open (no count) is the "grant"; otherwise sleep until a message (or maxSleep).
-      attempt: async (_kind, limits) => ((await this.readCount(limits)) <= 0 ? null : -1),
-      undoGrant: () => Promise.resolve(),
-      openWakeSource: (limits) => this.listen(this.keys.channel, wakeEveryone, limits),
-      wakeSourceFirst: false,
-      waitTime,
-      commandTimeout: this.context.calls.commandTimeout,
-      signal,
-      closing: this.context.closing,
-      maxSleep: this.context.watchdogTimeout,
-      onRetry: (error, retryInMs) =>
-        this.context.reportRedisError({ name: this.name, operation: 'await', error, retryInMs }),
-    });
+    const opened = await this.waitNamed('await', () =>
+      acquireOrWait({
+        // Open (no count) is the "grant"; otherwise sleep until a message (or maxSleep).
+        attempt: async (_kind, limits) => ((await this.readCount(limits)) <= 0 ? null : -1),
+        undoGrant: () => Promise.resolve(),
+        openWakeSource: (limits) => this.listen(this.keys.channel, wakeEveryone, limits),
+        wakeSourceFirst: false,
+        waitTime,
+        commandTimeout: this.context.calls.commandTimeout,
+        signal,
+        closing: this.context.closing,
+        maxSleep: this.context.watchdogTimeout,
+        onRetry: (error, retryInMs) =>
+          this.context.reportRedisError({ name: this.name, operation: 'await', error, retryInMs }),
+      }),
+    );
     return opened !== false;
   }
 
@@ -84,7 +98,7 @@ export class CountDownLatch extends Synchronizer implements RCountDownLatch {
     return value === null || value === undefined ? 0 : Math.max(0, Number(value));
   }
 
-  private requestKeys(): [string, string, string] {
-    return [this.keys.count, this.keys.channel, this.newRequestLatch()];
+  private requestKeys(request: Request): [string, string, string] {
+    return [this.keys.count, this.keys.channel, request.latch];
   }
 }

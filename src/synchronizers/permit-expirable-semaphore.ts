@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { PermitNotHeldError } from '../errors';
-import { expirableSemaphoreKeys, requestLatchKey, type ExpirableSemaphoreKeys } from '../keys';
+import { expirableSemaphoreKeys, type ExpirableSemaphoreKeys } from '../keys';
 import type { LockContext } from '../locks/context';
 import {
   acquireExpirablePermit,
@@ -11,7 +11,7 @@ import {
   withdrawExpirablePermit,
 } from '../scripts';
 import { checkCount, checkTime, rangeError, typeError } from '../validate';
-import { Synchronizer, wakeForPermits } from './base';
+import { Synchronizer, wakeForPermits, type Request } from './base';
 import { waitForPermits } from './permit-wait';
 import { MAX_PERMITS, parseWaitOptions } from './permits';
 import type { PermitWaitOptions, RPermitExpirableSemaphore } from './types';
@@ -19,6 +19,11 @@ import type { PermitWaitOptions, RPermitExpirableSemaphore } from './types';
 /** Redisson's permit ids: 16 random bytes, shown as 32 hex characters. */
 function newPermitId(): string {
   return randomBytes(16).toString('hex');
+}
+
+/** An acquire request names the permit it takes: a re-sent copy finds it. */
+interface PermitRequest extends Request {
+  readonly id: string;
 }
 
 /** A permit's lease: no watchdog renews a permit, so -1 is one that never expires. */
@@ -56,9 +61,12 @@ export class PermitExpirableSemaphore extends Synchronizer implements RPermitExp
   async addPermits(permits: number): Promise<void> {
     checkCount('permits', permits, 'permits', { min: -MAX_PERMITS, max: MAX_PERMITS });
     const publish = await this.publishCommand();
-    const keys: [string, string, string] = [this.keys.permits, this.keys.channel, this.newRequestLatch()];
-    await this.callUntilAnswered('addPermits', () =>
-      addExpirablePermits(this.context.redis, keys, [permits, this.latchMs, publish]),
+    await this.change('addPermits', (request) =>
+      addExpirablePermits(
+        this.context.redis,
+        [this.keys.permits, this.keys.channel, request.latch],
+        [permits, request.lengthMs, publish, request.until],
+      ),
     );
   }
 
@@ -91,14 +99,12 @@ export class PermitExpirableSemaphore extends Synchronizer implements RPermitExp
   async tryRelease(permitId: string): Promise<boolean> {
     const id = checkPermitId(permitId);
     const publish = await this.publishCommand();
-    const keys: [string, string, string, string] = [
-      this.keys.permits,
-      this.keys.channel,
-      this.keys.timeouts,
-      this.newRequestLatch(),
-    ];
-    const released = await this.callUntilAnswered('release', () =>
-      releaseExpirablePermit(this.context.redis, keys, [id, this.latchMs, publish]),
+    const released = await this.change('release', (request) =>
+      releaseExpirablePermit(
+        this.context.redis,
+        [this.keys.permits, this.keys.channel, this.keys.timeouts, request.latch],
+        [id, request.lengthMs, publish, request.until],
+      ),
     );
     return released === 1;
   }
@@ -123,36 +129,40 @@ export class PermitExpirableSemaphore extends Synchronizer implements RPermitExp
 
   /** The permit id taken, or false when waitTime passed first. */
   private async take(waitTime: number, leaseMs: number, signal?: AbortSignal): Promise<string | false> {
-    this.context.closing.throwIfAborted();
+    this.throwIfClosed('closing', 'acquire');
     signal?.throwIfAborted();
     const { redis } = this.context;
     // The permit id names the request: a re-sent acquire finds its permit; a withdrawal is kept
     // under the id's latch, so that a copy running later takes nothing.
-    const latchOf = (id: string): string => requestLatchKey(this.name, id, this.slot);
-    return waitForPermits<string>(
-      this.context,
-      {
-        attempt: async (id) => {
-          const publish = await this.publishCommand();
-          const ttl = await acquireExpirablePermit(
-            redis,
-            [...this.expirableKeys(), latchOf(id)],
-            [id, leaseMs, publish],
-          );
-          // Not available: look again at a release, or when the first permit out expires.
-          return ttl === null ? { grant: id } : { retryIn: ttl === -3 ? -1 : ttl };
+    return this.waitNamed('acquire', () =>
+      waitForPermits<string, PermitRequest>(
+        this.context,
+        {
+          attempt: async (request) => {
+            const publish = await this.publishCommand();
+            const ttl = await acquireExpirablePermit(
+              redis,
+              [...this.expirableKeys(), request.latch],
+              [request.id, leaseMs, publish, request.until],
+            );
+            // Not available: look again at a release, or when the first permit out expires.
+            return ttl === null ? { grant: request.id } : { retryIn: ttl === -3 ? -1 : ttl };
+          },
+          withdraw: async (request) =>
+            withdrawExpirablePermit(
+              redis,
+              [this.keys.permits, this.keys.channel, this.keys.timeouts, request.latch],
+              [request.id, this.windowMs, await this.publishCommand(), request.until],
+            ),
+          newRequest: async (limits) => {
+            const id = newPermitId();
+            return { ...(await this.newRequest(id, limits)), id };
+          },
+          openWakeSource: (limits) => this.listen(this.keys.channel, wakeForPermits, limits),
+          sendUntilAnswered: (operation, stopAt, send) => this.sendUntilAnswered(operation, stopAt, send),
         },
-        withdraw: async (id) =>
-          withdrawExpirablePermit(
-            redis,
-            [this.keys.permits, this.keys.channel, this.keys.timeouts, latchOf(id)],
-            [id, this.latchMs, await this.publishCommand()],
-          ),
-        newRequest: newPermitId,
-        openWakeSource: (limits) => this.listen(this.keys.channel, wakeForPermits, limits),
-        sendUntilAnswered: (operation, send) => this.sendUntilAnswered(operation, send),
-      },
-      { name: this.name, waitTime, signal },
+        { name: this.name, waitTime, signal },
+      ),
     );
   }
 }

@@ -1,5 +1,6 @@
 import type { LockContext } from '../locks/context';
 import type { Fate } from '../redis-call';
+import type { RequestWindow } from '../resend';
 import { acquireOrWait, type StepLimits, type WakeSource } from '../wait';
 
 /**
@@ -11,16 +12,16 @@ import { acquireOrWait, type StepLimits, type WakeSource } from '../wait';
  *   withdrawn, so whatever it took, or would take if it runs later, goes back;
  * - a grant that lands just as the caller stops waiting (abort, close) is withdrawn.
  */
-export interface PermitRequests<G> {
+export interface PermitRequests<G, R extends RequestWindow> {
   /** One attempt under a fresh request: its grant, or when to look again (ms; -1: at a message). */
-  attempt(request: string, limits: StepLimits): Promise<{ grant: G } | { retryIn: number }>;
+  attempt(request: R, limits: StepLimits): Promise<{ grant: G } | { retryIn: number }>;
   /** Gives back what request `request` took, and makes a later copy of it take nothing. */
-  withdraw(request: string): Promise<unknown>;
-  /** A fresh request name (a latch key, or a permit id). */
-  newRequest(): string;
+  withdraw(request: R): Promise<unknown>;
+  /** A fresh request (its latch, or permit id, and its window), made within the limits. */
+  newRequest(limits: StepLimits): Promise<R>;
   openWakeSource(limits: StepLimits): Promise<WakeSource>;
-  /** Sends `send` until Redis answers it, in the background. */
-  sendUntilAnswered(operation: string, send: () => Promise<unknown>): Promise<void>;
+  /** Sends `send` until Redis answers it, in the background, until `stopAt` (performance.now()). */
+  sendUntilAnswered(operation: string, stopAt: number, send: () => Promise<unknown>): Promise<void>;
 }
 
 export interface PermitWait {
@@ -31,17 +32,19 @@ export interface PermitWait {
 
 type Answer<G> = { grant: G } | { retryIn: number };
 
-export async function waitForPermits<G>(
+export async function waitForPermits<G, R extends RequestWindow>(
   context: LockContext,
-  requests: PermitRequests<G>,
+  requests: PermitRequests<G, R>,
   wait: PermitWait,
 ): Promise<G | false> {
   context.closing.throwIfAborted();
-  let granted: { request: string; grant: G } | undefined;
+  let granted: { request: R; grant: G } | undefined;
   let waiting = true;
-  const withdraw = (request: string): void =>
-    void requests.sendUntilAnswered('withdraw', () => requests.withdraw(request));
-  const orphaned = (fate: Fate<Answer<G>>, request: string): void => {
+  // Sent until Redis answers, for as long as the request's latch lives: a withdrawal that came
+  // later would find nothing to give back.
+  const withdraw = (request: R): void =>
+    void requests.sendUntilAnswered('withdraw', request.forgottenAt, () => requests.withdraw(request));
+  const orphaned = (fate: Fate<Answer<G>>, request: R): void => {
     if (fate.ran === true && !('grant' in fate.value)) return;
     if (fate.ran === true && 'grant' in fate.value && waiting && !granted) {
       granted = { request, grant: fate.value.grant };
@@ -54,7 +57,7 @@ export async function waitForPermits<G>(
     outcome = await acquireOrWait({
       attempt: async (_kind, limits) => {
         if (granted) return null;
-        const request = requests.newRequest();
+        const request = await requests.newRequest(limits);
         const answer = await context.calls.run(
           wait.name,
           'acquire',

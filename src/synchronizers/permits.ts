@@ -2,6 +2,7 @@ import { ClientClosedError, LockTimeoutError } from '../errors';
 import type { LockContext } from '../locks/context';
 import { Frame } from '../owner';
 import { onAbort } from '../abort';
+import { releasedOrResent } from '../resend';
 import { checkCount, checkKnownKeys, checkOptionsObject, checkSignal, checkWaitTime } from '../validate';
 import type { PermitsHeld, PermitWaitOptions } from './types';
 
@@ -27,7 +28,8 @@ export function parseWaitOptions(
 
 /**
  * Runs fn between an acquisition and its release, whatever fn does: the release runs when fn
- * throws too (fn's error wins over a failed release). The held signal aborts with the caller's
+ * throws too (fn's error wins over a failed release). After fn did its work, a release that went
+ * unanswered goes on in the background and fn's result stands (see releasedOrResent). The held signal aborts with the caller's
  * signal and when the client closes; close() gives running bodies its timeout to finish.
  */
 export async function runHolding<T, G>(
@@ -71,8 +73,10 @@ export async function runHolding<T, G>(
     throw new ClientClosedError(
       `the LockClient was closed while this withPermits body ran: close() gave back the permits of "${name}" ` +
         'before the body was done (its signal had aborted)',
+      { lockName: name, operation: 'release' },
     );
   }
-  await giveBack();
+  // The body did its work: a release Redis did not answer goes on in the background.
+  await releasedOrResent(giveBack());
   return result;
 }

@@ -3,7 +3,7 @@ import type { LockContext } from '../locks/context';
 import type { Subscription } from '../pubsub';
 import { acquireSemaphore, addSemaphorePermits, drainSemaphore, withdrawSemaphore } from '../scripts';
 import { checkCount, checkWaitTime, isOptionsObject, typeError } from '../validate';
-import { Synchronizer, wakeForPermits } from './base';
+import { Synchronizer, wakeForPermits, type Request } from './base';
 import { waitForPermits } from './permit-wait';
 import { checkPermits, MAX_PERMITS, parseWaitOptions, runHolding } from './permits';
 import type { PermitsHeld, PermitWaitOptions, RSemaphore } from './types';
@@ -38,9 +38,12 @@ export class Semaphore extends Synchronizer implements RSemaphore {
   }
 
   async drainPermits(): Promise<number> {
-    const keys: [string, string] = [this.keys.permits, this.newRequestLatch()];
-    return this.callUntilAnswered('drainPermits', () =>
-      drainSemaphore(this.context.redis, keys, [this.latchMs]),
+    return this.change('drainPermits', (request) =>
+      drainSemaphore(
+        this.context.redis,
+        [this.keys.permits, request.latch],
+        [request.lengthMs, request.until],
+      ),
     );
   }
 
@@ -60,6 +63,12 @@ export class Semaphore extends Synchronizer implements RSemaphore {
     waitTime?: number,
   ): Promise<boolean> {
     if (isOptionsObject(arg)) {
+      if (waitTime !== undefined) {
+        throw typeError(
+          'waitTime belongs inside the options object when tryAcquire is given one: ' +
+            'tryAcquire({ permits, waitTime })',
+        );
+      }
       const parsed = parseWaitOptions(arg, ['permits']);
       const permits = parsed.given.permits === undefined ? 1 : checkPermits(parsed.given.permits);
       return this.take(permits, parsed.waitTime ?? 0, parsed.signal);
@@ -73,7 +82,11 @@ export class Semaphore extends Synchronizer implements RSemaphore {
     fn: (held: PermitsHeld) => Promise<T> | T,
     options?: PermitWaitOptions,
   ): Promise<T> {
-    checkPermits(permits);
+    try {
+      checkPermits(permits);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return runHolding(
       this.context,
       this.name,
@@ -86,48 +99,53 @@ export class Semaphore extends Synchronizer implements RSemaphore {
 
   /** Waits for `permits`; false when waitTime passed first. Zero permits are taken at once. */
   private async take(permits: number, waitTime: number, signal?: AbortSignal): Promise<boolean> {
-    this.context.closing.throwIfAborted();
+    this.throwIfClosed('closing', 'acquire');
     signal?.throwIfAborted();
     if (permits === 0) return true;
     const { redis } = this.context;
     let source: Subscription | undefined;
-    const granted = await waitForPermits<true>(
-      this.context,
-      {
-        attempt: async (request) => {
-          const [taken, available] = await acquireSemaphore(
-            redis,
-            [this.keys.permits, request],
-            [permits, this.latchMs],
-          );
-          if (taken === 1) return { grant: true };
-          // Woken by a release that brought back fewer permits than this waiter needs: a waiter
-          // behind it that needs fewer may take them, instead of sleeping until maxSleep.
-          if (available > 0) source?.passOn(available);
-          // Look again when a release announces permits (or, failing that, after maxSleep).
-          return { retryIn: -1 };
+    const granted = await this.waitNamed('acquire', () =>
+      waitForPermits<true, Request>(
+        this.context,
+        {
+          attempt: async (request) => {
+            const [taken, available] = await acquireSemaphore(
+              redis,
+              [this.keys.permits, request.latch],
+              [permits, this.windowMs, request.until],
+            );
+            if (taken === 1) return { grant: true };
+            // Woken by a release that brought back fewer permits than this waiter needs: a waiter
+            // behind it that needs fewer may take them, instead of sleeping until maxSleep.
+            if (available > 0) source?.passOn(available);
+            // Look again when a release announces permits (or, failing that, after maxSleep).
+            return { retryIn: -1 };
+          },
+          withdraw: async (request) =>
+            withdrawSemaphore(
+              redis,
+              [this.keys.permits, this.keys.channel, request.latch],
+              [permits, this.windowMs, await this.publishCommand(), request.until],
+            ),
+          newRequest: (limits) => this.newRequest(undefined, limits),
+          openWakeSource: async (limits) =>
+            (source = await this.listen(this.keys.channel, wakeForPermits, limits)),
+          sendUntilAnswered: (operation, stopAt, send) => this.sendUntilAnswered(operation, stopAt, send),
         },
-        withdraw: async (request) =>
-          withdrawSemaphore(
-            redis,
-            [this.keys.permits, this.keys.channel, request],
-            [permits, this.latchMs, await this.publishCommand()],
-          ),
-        newRequest: () => this.newRequestLatch(),
-        openWakeSource: async (limits) =>
-          (source = await this.listen(this.keys.channel, wakeForPermits, limits)),
-        sendUntilAnswered: (operation, send) => this.sendUntilAnswered(operation, send),
-      },
-      { name: this.name, waitTime, signal },
+        { name: this.name, waitTime, signal },
+      ),
     );
     return granted !== false;
   }
 
   private async add(operation: string, permits: number): Promise<void> {
     const publish = await this.publishCommand();
-    const keys: [string, string, string] = [this.keys.permits, this.keys.channel, this.newRequestLatch()];
-    await this.callUntilAnswered(operation, () =>
-      addSemaphorePermits(this.context.redis, keys, [permits, this.latchMs, publish]),
+    await this.change(operation, (request) =>
+      addSemaphorePermits(
+        this.context.redis,
+        [this.keys.permits, this.keys.channel, request.latch],
+        [permits, request.lengthMs, publish, request.until],
+      ),
     );
   }
 }
