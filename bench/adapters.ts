@@ -39,7 +39,24 @@ function loadBuiltRlock(): typeof Rlock {
   return createRequire(__filename)(built) as typeof Rlock;
 }
 
-export const { LockClient } = loadBuiltRlock();
+/**
+ * Another build of rlock, for a before / after in one run (`npm run bench:compare`): the dist/
+ * folder of that build. Its workers are told it by the environment variable RLOCK_BUILD.
+ */
+const otherBuilds = new Map<string, typeof Rlock>();
+function rlockOf(build: string | undefined): typeof Rlock {
+  if (build === undefined) return (own ??= loadBuiltRlock());
+  let loaded = otherBuilds.get(build);
+  if (!loaded) {
+    loaded = createRequire(__filename)(join(resolve(build), 'index.cjs')) as typeof Rlock;
+    otherBuilds.set(build, loaded);
+  }
+  return loaded;
+}
+let own: typeof Rlock | undefined;
+
+/** This checkout's build, or the one RLOCK_BUILD names (a worker of `npm run bench:compare`). */
+export const { LockClient } = rlockOf(process.env.RLOCK_BUILD || undefined);
 
 /** Releases what `lock` took. */
 export type Release = () => Promise<void>;
@@ -62,6 +79,8 @@ export interface Library {
 export interface LibraryOptions {
   /** Lease / watchdog period where the library has one, in ms. */
   leaseMs?: number;
+  /** rlock only: the dist/ folder of another build to measure (see rlockOf). */
+  build?: string;
 }
 
 export const LIBRARIES = ['rlock', 'rlock-fair', 'redlock', 'redis-semaphore', 'node-redisson'] as const;
@@ -128,7 +147,8 @@ export async function openLibrary(
     case 'rlock-fair': {
       const redis = connect();
       const watchdogTimeout = options.leaseMs ?? 30_000;
-      const client = new LockClient(redis, { watchdogTimeout });
+      const Client = options.build === undefined ? LockClient : rlockOf(options.build).LockClient;
+      const client = new Client(redis, { watchdogTimeout });
       const take = async (key: string): Promise<Release> => {
         const lock = name === 'rlock' ? client.getLock(key) : client.getFairLock(key);
         await lock.lock();

@@ -3,7 +3,7 @@
  * then it sends every acquisition it made to the parent and exits. The lock and semaphore
  * workers differ only in what they take.
  */
-import { now, sleep } from './clock';
+import { cpuMicros, now, sleep } from './clock';
 
 export interface Acquisition {
   worker: number;
@@ -31,6 +31,7 @@ export async function contend(open: () => Promise<Contender>, round: Round): Pro
     const acquisitions: Acquisition[] = [];
     const errors: string[] = [];
     const until = now() + round.durationMs;
+    const cpuBefore = cpuMicros();
     while (now() < until) {
       const requestedAt = now();
       try {
@@ -45,7 +46,8 @@ export async function contend(open: () => Promise<Contender>, round: Round): Pro
       }
       await sleep(round.thinkMs);
     }
-    process.send?.({ acquisitions, errors: errors.slice(0, 5), errorCount: errors.length });
+    const cpu = cpuMicros() - cpuBefore;
+    process.send?.({ acquisitions, errors: errors.slice(0, 5), errorCount: errors.length, cpuMicros: cpu });
     await contender.close();
     process.exit(0);
   } catch (error) {

@@ -76,9 +76,9 @@ export function tables(results: Results): string {
     '',
     'The median of 3 rounds per library, the libraries taking turns; its slowest and fastest round in brackets.',
     '',
-    '| library | acq/s | % of ideal | idle gap p50 / p99 ms | wait p50 / p99 / max ms | overtakes per acq | Jain | overlaps |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows(results.contended, 7, (v) => [
+    '| library | acq/s | % of ideal | idle gap p50 / p99 ms | wait p50 / p99 / max ms | overtakes per acq | Jain | overlaps | client / Redis CPU µs per acq |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows(results.contended, 8, (v) => [
       v.range ? `${num(v.perSecond, 0)} (${num(v.range[0], 0)}–${num(v.range[1], 0)})` : num(v.perSecond, 0),
       `${num(v.ofIdeal * 100, 0)}%`,
       `${num(v.gapP50, 2)} (${x(v.gapP50)}) / ${num(v.gapP99, 2)}`,
@@ -86,6 +86,7 @@ export function tables(results: Results): string {
       num(v.overtakesPerAcquisition, 2),
       num(v.jain, 3),
       String(v.overlaps),
+      `${num(v.clientMicrosPerAcquisition ?? Number.NaN, 0)} / ${num(v.redisMicrosPerAcquisition ?? Number.NaN, 0)}`,
     ]),
     '',
     '### Idle waiters: 200 waiters on a held lock for a few seconds, then the release',
@@ -130,13 +131,17 @@ function pairCostTable(costs: Partial<Record<Subject, Outcome<PairCost>>>): stri
   return [
     '### Cost of one uncontended lock + unlock: blocks of sequential pairs on one connection',
     '',
-    '| library | p50 ms | p50 / baseline | Redis CPU µs | Redis CPU / baseline | client CPU µs | commands sent | keys left per pair |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows(costs, 7, (v) => [
+    'Redis CPU: what `INFO commandstats` counts for the commands sent; server CPU: the whole',
+    "redis-server process's (`INFO cpu`), reading, parsing and answering included.",
+    '',
+    '| library | p50 ms | p50 / baseline | Redis CPU µs | Redis CPU / baseline | server CPU µs | client CPU µs | commands sent | keys left per pair |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows(costs, 8, (v) => [
       num(v.sequentialP50, 3),
       times(v.sequentialP50, base?.sequentialP50),
       num(v.redisMicros, 1),
       times(v.redisMicros, base?.redisMicros),
+      num(v.serverMicros ?? Number.NaN, 1),
       num(v.clientMicros, 0),
       num(v.commands, 1),
       num(v.keysLeft, 2),

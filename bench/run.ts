@@ -41,7 +41,7 @@ type Scenario<T> = (name: LibraryName, settings: Settings) => Promise<Outcome<T>
 /** Whether a scenario runs: all by default, one with --only, those the targets need with --check. */
 function runs(title: string): boolean {
   if (only) return title.startsWith(only);
-  return !check || ['uncontended', 'idle waiters', 'many locks'].includes(title);
+  return !check || ['uncontended', 'contended', 'idle waiters', 'many locks'].includes(title);
 }
 
 async function eachLibrary<T>(

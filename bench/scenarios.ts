@@ -172,7 +172,7 @@ async function openAll(names: Subject[], settings: Settings) {
 }
 
 /** Rotates `names` by `round`, so that no subject always goes first. */
-const rotated = <T>(names: T[], round: number): T[] =>
+export const rotated = <T>(names: T[], round: number): T[] =>
   names.map((_, i) => names[(i + round) % names.length] as T);
 
 /** One uncontended lock + unlock pair's cost, in blocks of sequential pairs on one connection. */
@@ -181,6 +181,11 @@ export interface PairCost {
   sequentialP50: number;
   /** Redis CPU per pair (µs): commandstats usec of the commands the client sent (see sentMicros). */
   redisMicros: number;
+  /**
+   * The server's CPU per pair (µs): INFO cpu (user + system of the whole redis-server process), so
+   * it counts what a command costs beyond its own execution too: reading, parsing, replying.
+   */
+  serverMicros?: number;
   /** Client CPU per pair (µs): this process's user + system time. */
   clientMicros: number;
   /** Commands the client sent per pair (a script call counts once). */
@@ -246,6 +251,7 @@ export async function uncontended(settings: Settings): Promise<Uncontended> {
           await settings.admin.flushall();
           const times: number[] = [];
           const before = await commandStats(settings.admin);
+          const serverBefore = await redisCpuMs(settings.admin);
           const cpuBefore = cpuMicros();
           for (let i = 0; i < blockPairs; i += 1) {
             const start = now();
@@ -253,11 +259,13 @@ export async function uncontended(settings: Settings): Promise<Uncontended> {
             times.push(now() - start);
           }
           const clientMicros = (cpuMicros() - cpuBefore) / blockPairs;
+          const serverMicros = ((await redisCpuMs(settings.admin)) - serverBefore) * 1000;
           const after = await commandStats(settings.admin);
           const perPair = sent.get(name) ?? new Map<string, number>();
           blocks.get(name)?.push({
             sequentialP50: percentile(times, 50),
             redisMicros: sentMicros(before, after, perPair, blockPairs) / blockPairs,
+            serverMicros: serverMicros / blockPairs,
             clientMicros,
             commands: [...perPair.values()].reduce((sum, count) => sum + count, 0),
             keysLeft: (await settings.admin.dbsize()) / blockPairs,
@@ -281,6 +289,7 @@ export async function uncontended(settings: Settings): Promise<Uncontended> {
     cost[name] = failure ?? {
       sequentialP50: mid((c) => c.sequentialP50),
       redisMicros: mid((c) => c.redisMicros),
+      serverMicros: mid((c) => c.serverMicros ?? Number.NaN),
       clientMicros: mid((c) => c.clientMicros),
       commands: mid((c) => c.commands),
       keysLeft: mid((c) => c.keysLeft),
@@ -298,37 +307,50 @@ export async function contended(
   name: LibraryName,
   settings: Settings,
   durationMs = settings.quick ? 3_000 : 10_000,
+  build?: string,
 ): Promise<Outcome<ContentionFigures>> {
   const worker = resolve(__dirname, 'contention-worker.ts');
   const results = Array.from({ length: WORKERS }, () => {
     const child = fork(
       worker,
       [name, String(settings.port), 'bench:contended', String(durationMs), String(HOLD_MS), String(THINK_MS)],
-      { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
-    );
-    const report = new Promise<{ acquisitions: Acquisition[]; errors: string[]; errorCount: number }>(
-      (resolveReport, reject) => {
-        child.once('message', (message) => resolveReport(message as never));
-        child.once('exit', (code) => reject(new Error(`a worker exited with ${code} without a report`)));
+      {
+        execArgv: ['--import', 'tsx'],
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+        // Another build of rlock (see rlockOf in adapters.ts), or this checkout's.
+        env: build === undefined ? process.env : { ...process.env, RLOCK_BUILD: build },
       },
     );
+    const report = new Promise<{
+      acquisitions: Acquisition[];
+      errors: string[];
+      errorCount: number;
+      cpuMicros: number;
+    }>((resolveReport, reject) => {
+      child.once('message', (message) => resolveReport(message as never));
+      child.once('exit', (code) => reject(new Error(`a worker exited with ${code} without a report`)));
+    });
     return { child, report };
   });
   try {
+    const redisBefore = await redisCpuMs(settings.admin);
     const reports = await within(
       durationMs + 60_000,
       'workers stranded',
       Promise.all(results.map((result) => result.report)),
     );
+    const redisMs = (await redisCpuMs(settings.admin)) - redisBefore;
     const errorCount = reports.reduce((sum, report) => sum + report.errorCount, 0);
     if (errorCount > 0) {
       return { failed: `${errorCount} acquisitions failed: ${reports.flatMap((r) => r.errors)[0] ?? ''}` };
     }
-    return contentionFigures(
-      reports.flatMap((report) => report.acquisitions),
-      durationMs / 1000,
-      HOLD_MS,
-    );
+    const acquisitions = reports.flatMap((report) => report.acquisitions);
+    const clientMicros = reports.reduce((sum, report) => sum + report.cpuMicros, 0);
+    return {
+      ...contentionFigures(acquisitions, durationMs / 1000, HOLD_MS),
+      clientMicrosPerAcquisition: clientMicros / Math.max(1, acquisitions.length),
+      redisMicrosPerAcquisition: (redisMs * 1000) / Math.max(1, acquisitions.length),
+    };
   } catch (error) {
     return failed(error);
   } finally {

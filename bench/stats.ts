@@ -36,6 +36,12 @@ export interface ContentionFigures {
   overtakesPerAcquisition: number;
   jain: number;
   overlaps: number;
+  /**
+   * CPU the workers spent per acquisition (user + system, µs), and Redis' (INFO cpu): the work a
+   * hand-off costs, which a machine's speed moves less than the times (absent in older results).
+   */
+  clientMicrosPerAcquisition?: number;
+  redisMicrosPerAcquisition?: number;
 }
 
 /**
