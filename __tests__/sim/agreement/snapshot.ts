@@ -14,8 +14,17 @@ export interface KeyState {
 }
 
 export async function realKey(redis: Redis, key: string): Promise<KeyState> {
+  const state = await readRealKey(redis, key);
+  // A key whose ttl ran out between two of these reads is gone: it is read as gone, not as a value
+  // without a ttl, or the ttl of nothing.
+  if (state.type !== 'none' && (await redis.pttl(key)) === -2) return { type: 'none', value: '', ttl: -2 };
+  return state;
+}
+
+async function readRealKey(redis: Redis, key: string): Promise<KeyState> {
   const type = await redis.type(key);
   const ttl = await redis.pttl(key);
+  if (ttl === -2) return { type: 'none', value: '', ttl: -2 };
   switch (type) {
     case 'none':
       return { type: 'none', value: '', ttl: -2 };
@@ -32,7 +41,6 @@ export async function realKey(redis: Redis, key: string): Promise<KeyState> {
   }
 }
 
-/** The simulated server's key, read as ioredis reads a reply: its bytes as UTF-8. */
 /** The simulated server's key, read as ioredis reads a reply: its bytes as UTF-8. */
 export function simKey(server: SimRedis, name: string): KeyState {
   const { store } = server;
