@@ -2,7 +2,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', 'node_modules/', 'bench/results/', 'src/lua.generated.ts', 'docs/api/'] },
+  {
+    ignores: [
+      'dist/',
+      'coverage/',
+      'node_modules/',
+      'bench/results/',
+      'src/protocol/lua.generated.ts',
+      'docs/api/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -78,7 +78,7 @@ const config: Config = {
       setupFiles: ['<rootDir>/__tests__/helpers/ioredis-6-deployment.ts'],
     },
   ],
-  // Builds src/lua.generated.ts from lua/, so that a run of one file tests the scripts as they are.
+  // Builds src/protocol/lua.generated.ts from lua/, so that a run of one file tests the scripts as they are.
   globalSetup: '<rootDir>/__tests__/helpers/global-setup.ts',
   // Every file starts its own Redis; timing-sensitive suites should not fight for two cores.
   maxWorkers: 2,

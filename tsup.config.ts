@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   // One bundle per module system so that `import` and `require` both get native code. The Lua
-  // scripts are inside them (src/lua.generated.ts): the package reads no files at run time.
+  // scripts are inside them (src/protocol/lua.generated.ts): the package reads no files at run time.
   // `rlock/opentelemetry` is an entry of its own: the main one never loads @opentelemetry/api
   // (an optional peer dependency).
   {

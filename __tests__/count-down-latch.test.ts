@@ -1,5 +1,5 @@
 import { ClientClosedError } from '../src';
-import { countDownLatchKeys } from '../src/keys';
+import { countDownLatchKeys } from '../src/protocol/keys';
 import { useRedis } from './helpers/setup';
 import { sleep, timed } from './helpers/wait';
 

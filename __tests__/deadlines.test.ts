@@ -1,4 +1,4 @@
-import { Deadlines, type Deadline } from '../src/deadlines';
+import { Deadlines, type Deadline } from '../src/redis/deadlines';
 
 /** Resolves after `ms`. */
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

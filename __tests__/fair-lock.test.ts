@@ -5,8 +5,8 @@ import { holdCounts, holderIds } from './helpers/holders';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep } from './helpers/wait';
 import { startWorker } from './helpers/workers';
-import { UNCONFIRMED_POLL_MS } from '../src/pubsub';
-import { clientAddress, fairHandoffChannel, fairLockKeys } from '../src/keys';
+import { UNCONFIRMED_POLL_MS } from '../src/waiting/pubsub/subscriber';
+import { clientAddress, fairHandoffChannel, fairLockKeys } from '../src/protocol/keys';
 import { deployment } from './helpers/deployment';
 
 const queueKey = (name: string): string => `rlock_fair_queue:{${name}}`;

@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import type { LockClient } from '../src';
-import { LUA_SCRIPTS } from '../src/lua.generated';
+import { LUA_SCRIPTS } from '../src/protocol/lua.generated';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep } from './helpers/wait';
 

@@ -1,5 +1,5 @@
-import { FairWaiters, type FairWake } from '../src/fair-waiters';
-import { fairLockKeys } from '../src/keys';
+import { FairWaiters, type FairWake } from '../src/waiting/fair-waiters';
+import { fairLockKeys } from '../src/protocol/keys';
 
 // How a client's waiters on one lock share the watch on its holder: pure logic, on fake timers.
 describe('FairWaiters: one look at the holder per client and lock', () => {

@@ -1,4 +1,4 @@
-import { LockOwnerMap, type PerLockOwner } from '../src/lock-owner-map';
+import { LockOwnerMap, type PerLockOwner } from '../src/ownership/lock-owner-map';
 
 class Value implements PerLockOwner<Value> {
   nextOwner: Value | undefined = undefined;

@@ -1,5 +1,5 @@
 import { LockNotHeldError } from '../src';
-import { isHoldMark } from '../src/keys';
+import { isHoldMark } from '../src/protocol/keys';
 import { holdCounts, holderIds } from './helpers/holders';
 import { useRedis } from './helpers/setup';
 import { sleep } from './helpers/wait';

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { dropUnusedHelpers, LUA_DIR, readScripts } from '../scripts/lua-module';
-import { LUA_SCRIPTS } from '../src/lua.generated';
+import { LUA_SCRIPTS } from '../src/protocol/lua.generated';
 
 /** A lua/ folder of its own, from { path: text }. */
 function luaFolder(files: Record<string, string>): string {

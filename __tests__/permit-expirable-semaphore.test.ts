@@ -1,5 +1,5 @@
 import { PermitNotHeldError } from '../src';
-import { expirableSemaphoreKeys } from '../src/keys';
+import { expirableSemaphoreKeys } from '../src/protocol/keys';
 import { useRedis } from './helpers/setup';
 import { sleep, timed } from './helpers/wait';
 

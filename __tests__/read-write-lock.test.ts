@@ -1,5 +1,5 @@
 import { LockNotHeldError, LockTimeoutError } from '../src';
-import { isHoldMark } from '../src/keys';
+import { isHoldMark } from '../src/protocol/keys';
 import { deployment } from './helpers/deployment';
 import { JavaReadWriteLock } from './helpers/redisson-rwlock';
 import { useRedis } from './helpers/setup';

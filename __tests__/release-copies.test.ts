@@ -1,5 +1,5 @@
-import { fairLockKeys, holdLatchBase, holdMarkField, lockKeys, lockWaitersKey } from '../src/keys';
-import { LUA_SCRIPTS } from '../src/lua.generated';
+import { fairLockKeys, holdLatchBase, holdMarkField, lockKeys, lockWaitersKey } from '../src/protocol/keys';
+import { LUA_SCRIPTS } from '../src/protocol/lua.generated';
 import { useRedis } from './helpers/setup';
 
 /**

@@ -1,5 +1,5 @@
 import { LockClient } from '../src';
-import { SingleLink } from '../src/pubsub-links';
+import { SingleLink } from '../src/waiting/pubsub/links';
 import { startRedis } from './helpers/redis-server';
 import { useRedis } from './helpers/setup';
 import { sleep } from './helpers/wait';

@@ -1,5 +1,5 @@
 import { RedisReplyError, RedisUnavailableError, type LockClient } from '../src';
-import { LUA_SCRIPTS } from '../src/lua.generated';
+import { LUA_SCRIPTS } from '../src/protocol/lua.generated';
 import { useRedis } from './helpers/setup';
 import { eventually, sleep, timed } from './helpers/wait';
 

@@ -1,5 +1,5 @@
 import { ClientClosedError } from '../src';
-import { clientAddress, lockWaitersKey } from '../src/keys';
+import { clientAddress, lockWaitersKey } from '../src/protocol/keys';
 import { deployment } from './helpers/deployment';
 import { holderIds } from './helpers/holders';
 import { useRedis } from './helpers/setup';

@@ -1,5 +1,5 @@
 /**
- * Builds src/lua.generated.ts: the text of every script in lua/, with its `--@include` lines
+ * Builds src/protocol/lua.generated.ts: the text of every script in lua/, with its `--@include` lines
  * resolved and the included helpers it does not call left out, as a TypeScript module. lua/ stays
  * the source; the module puts the scripts inside the JavaScript, so a bundle of an app (esbuild,
  * ncc, a Lambda zip) needs no files beside it.
@@ -14,7 +14,7 @@ const root = resolve(__dirname, '..');
 export const LUA_DIR = join(root, 'lua');
 /** Helpers that scripts include; not scripts of their own. */
 const INCLUDE_DIR = 'include';
-export const LUA_MODULE = join(root, 'src', 'lua.generated.ts');
+export const LUA_MODULE = join(root, 'src', 'protocol', 'lua.generated.ts');
 
 /** A script's text with every `--@include <file>` line replaced by that file (paths from lua/). */
 function readLua(luaDir: string, file: string, includedBy?: string): string {

@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import { debuglog } from 'node:util';
 import { ClientClosedError, type LockLostCode } from './errors';
-import type { WakeSource } from './wait';
+import type { WakeSource } from './waiting/acquire-or-wait';
 
 /**
  * The LockClient's events, and the one place that builds them. The lock path asks `observes()`
@@ -74,6 +74,16 @@ export interface ReleasedEvent {
 }
 
 /** Emitted when a lease this client held is gone while it was still held. */
+/** Redis failed something rlock keeps trying by itself (see the client's 'redisError' event). */
+export interface RedisErrorReport {
+  /** The lock (or, for a subscription, the channel) it was for. */
+  name: string;
+  operation: string;
+  error: unknown;
+  /** When it is tried again, in ms; absent when it is not (the outcome is handled otherwise). */
+  retryInMs?: number;
+}
+
 export interface LockLostEvent {
   name: string;
   /** The owner that held it: `<clientId>:<ownerNumber>`, or an explicit owner id. */

@@ -1,5 +1,5 @@
-export { LockClient } from './client';
-export type { CloseOptions, LockClientOptions, TaskOptions } from './client';
+export { LockClient } from './client/lock-client';
+export type { CloseOptions, LockClientOptions, TaskOptions } from './client/lock-client';
 export type {
   AcquiredEvent,
   LockClientEventName,
@@ -35,9 +35,9 @@ export type {
 } from './locks/types';
 export type { ReadWriteLockOptions, RReadWriteLock } from './locks/read-write-lock';
 export type { SpinLockOptions } from './locks/spin-lock';
-export type { PubSubOption } from './pubsub-mode';
-export type { RedisConnection } from './redis';
-export type { ReplicaWait } from './replicas';
+export type { PubSubOption } from './waiting/pubsub/mode';
+export type { RedisConnection } from './redis/connection';
+export type { ReplicaWait } from './redis/replicas';
 export type {
   PermitsHeld,
   PermitWaitOptions,

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { type LockLostEvent } from '../../src';
-import { lockWakeChannel } from '../../src/keys';
-import { hashSlot } from '../../src/slots';
+import { lockWakeChannel } from '../../src/protocol/keys';
+import { hashSlot } from '../../src/redis/slots';
 import type { RedisServer } from '../helpers/redis-server';
 import { useRedis } from '../helpers/setup';
 import { eventually, sleep } from '../helpers/wait';

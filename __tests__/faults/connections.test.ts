@@ -1,5 +1,5 @@
 import type { LockClient, LockLostEvent } from '../../src';
-import { LUA_SCRIPTS } from '../../src/lua.generated';
+import { LUA_SCRIPTS } from '../../src/protocol/lua.generated';
 import { useRedis } from '../helpers/setup';
 import { reportFault } from '../helpers/report';
 import { eventually, sleep } from '../helpers/wait';

@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { STALL_MS } from '../../src/timing';
-import { WAIT_SLACK_MS } from '../../src/wait';
+import { STALL_MS } from '../../src/util/timing';
+import { WAIT_SLACK_MS } from '../../src/waiting/acquire-or-wait';
 
 /**
  * What the fault tests allow a call past its documented budget. The docs promise that a wait

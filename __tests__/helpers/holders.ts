@@ -1,4 +1,4 @@
-import { isHoldMark } from '../../src/keys';
+import { isHoldMark } from '../../src/protocol/keys';
 
 interface HashReader {
   hgetall(key: string): Promise<Record<string, string>>;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, type ClusterOptions } from 'ioredis';
 import type Redis from 'ioredis';
-import { hashSlot } from '../../src/slots';
+import { hashSlot } from '../../src/redis/slots';
 import { CLOSE_AT_ONCE, closeNow, startRedis, type RedisServer } from './redis-server';
 
 /**

@@ -17,11 +17,11 @@ export type {
 } from '../../src/index';
 
 // Key names of Redis' layout, which the checks read (the same layout a Redisson client reads).
-export { fairLockKeys, fencingTokenKey, readWriteLockKeys } from '../../src/keys';
+export { fairLockKeys, fencingTokenKey, readWriteLockKeys } from '../../src/protocol/keys';
 
 // The budget timers of a client's calls: patched (never the shipped file) by one deliberate bug
 // of __tests__/sim/mutants.ts.
-export { Deadlines } from '../../src/deadlines';
+export { Deadlines } from '../../src/redis/deadlines';
 
 // The scripts as built, to name them in the agreement test's figures.
-export { LUA_SCRIPTS } from '../../src/lua.generated';
+export { LUA_SCRIPTS } from '../../src/protocol/lua.generated';

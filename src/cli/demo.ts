@@ -4,7 +4,7 @@
  */
 import Redis from 'ioredis';
 import { LockClient, LockNotHeldError, type RLock } from '../index';
-import type { RedisConnection } from '../redis';
+import type { RedisConnection } from '../redis/connection';
 
 const started = performance.now();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline/promises';
-import { LockClient } from '../client';
+import { LockClient } from '../client/lock-client';
 import type { Connection } from './connect';
 import { describeState } from './inspect';
 import { readState, type NameState } from './state';

@@ -1,4 +1,4 @@
-import { isHoldMark, prefixName, REQUEST_LATCH_KEY_START, RW_MODE_FIELD } from '../keys';
+import { isHoldMark, prefixName, REQUEST_LATCH_KEY_START, RW_MODE_FIELD } from '../protocol/keys';
 import type { Connection } from './connect';
 import { isCluster } from './state';
 
@@ -22,7 +22,7 @@ export interface Listed {
   ttlMs?: number;
 }
 
-/** The lock name behind a derived key `prefix:…` (as keys.ts names them), when it is one. */
+/** The lock name behind a derived key `prefix:…` (as protocol/keys.ts names them), when it is one. */
 function nameBehind(key: string, prefix: string): string | undefined {
   if (!key.startsWith(`${prefix}:`)) return undefined;
   const rest = key.slice(prefix.length + 1);

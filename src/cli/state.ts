@@ -11,7 +11,7 @@ import {
   NEVER_EXPIRES,
   readWriteLockKeys,
   prefixName,
-} from '../keys';
+} from '../protocol/keys';
 import type { Connection } from './connect';
 
 /**

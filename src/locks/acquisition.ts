@@ -1,9 +1,15 @@
 import { DEBUG, debug, type LockKind } from '../events';
-import type { Frame } from '../owner';
-import type { GateEntry } from '../owner-gate';
-import type { CallLimits, Fate, Lane, RedisCalls } from '../redis-call';
-import type { AttemptKind } from '../wait';
-import type { Acquired } from './base-lock';
+import type { Frame } from '../ownership/owner';
+import type { GateEntry } from '../ownership/owner-gates';
+import type { CallLimits, Fate, Lane, RedisCalls } from '../redis/redis-calls';
+import type { AttemptKind } from '../waiting/acquire-or-wait';
+import type { Hold } from '../ownership/hold-book';
+
+/** What one acquisition took: its hold in the book, and its fencing token for kinds that issue them. */
+export interface Acquired {
+  hold: Hold;
+  token?: number;
+}
 
 /** What an acquisition asks of the lock it takes (BaseLock). */
 export interface AttemptTarget {

@@ -6,14 +6,14 @@ import {
   LockTimeoutError,
   type LockLostCode,
 } from '../errors';
-import type { Hold, LockClass, TakenHold } from '../holds';
+import type { Hold, LockClass, TakenHold } from '../ownership/hold-book';
 import { DEBUG, debugWakeSource, type LockKind as EventKind } from '../events';
-import { holdLatchBase, holdMarkField, homeSlot } from '../keys';
-import { onAbort } from '../abort';
-import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../owner';
-import type { GateEntry } from '../owner-gate';
-import type { SiblingWait } from '../sibling-waits';
-import { isPassing, type CallLimits, type Resent } from '../redis-call';
+import { holdLatchBase, holdMarkField, homeSlot } from '../protocol/keys';
+import { onAbort } from '../util/abort';
+import { currentTask, Frame, nextOwnerNumber, ownerIdOf, runAsHandle, runInFrame } from '../ownership/owner';
+import type { GateEntry } from '../ownership/owner-gates';
+import type { SiblingWait } from '../waiting/sibling-waits';
+import { isPassing, type CallLimits, type Resent } from '../redis/redis-calls';
 import {
   callUntilAnswered,
   changeOnce,
@@ -24,9 +24,14 @@ import {
   windowLength,
   type Change,
   type RequestWindow,
-} from '../resend';
-import { RELEASED_AND_HANDED_ON, renewLocks, type ReleaseAnswer, type ReleaseWhich } from '../scripts';
-import { checkLockName, parseLockArguments, parseLockOptions, parseTryLockArguments } from '../validate';
+} from '../redis/resend';
+import {
+  RELEASED_AND_HANDED_ON,
+  renewLocks,
+  type ReleaseAnswer,
+  type ReleaseWhich,
+} from '../protocol/scripts';
+import { checkLockName, parseLockArguments, parseLockOptions, parseTryLockArguments } from '../util/validate';
 import {
   acquireOrWait,
   afterFirstAnswer,
@@ -37,9 +42,9 @@ import {
   type FirstAnswer,
   type StepLimits,
   type WakeSource,
-} from '../wait';
-import { Acquisition, type AcquireHow } from './acquisition';
-import type { LockContext } from './context';
+} from '../waiting/acquire-or-wait';
+import { Acquisition, type Acquired, type AcquireHow } from './acquisition';
+import type { LockContext } from '../context';
 import { lockHold } from './lock-hold';
 import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 
@@ -60,12 +65,6 @@ export interface HandleOwner {
 /** A new owner for a handle, or for the handles that share it. */
 export function newHandleOwner(): HandleOwner {
   return { number: nextOwnerNumber(), frame: new Frame() };
-}
-
-/** What one acquisition took: its hold in the book, and its fencing token for kinds that issue them. */
-export interface Acquired {
-  hold: Hold;
-  token?: number;
 }
 
 /** The options of an acquisition that has none. */
@@ -526,7 +525,7 @@ export abstract class BaseLock implements RLock {
   /**
    * withLock's release: its own hold (not whatever is newest), then the replica check. `afterWork`:
    * the body did its work, and a release that went unanswered (it goes on in the background, see
-   * releasedOrResent in resend.ts) does not fail it; there is nothing for replicas to have then.
+   * releasedOrResent in redis/resend.ts) does not fail it; there is nothing for replicas to have then.
    */
   private async releaseOwn(owner: string, hold: Hold, afterWork = false): Promise<void> {
     if (this.context.closed.aborted) {

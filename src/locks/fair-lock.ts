@@ -1,4 +1,10 @@
-import { addressWay, clientAddress, fairHandoffChannel, fairLockKeys, type FairLockKeys } from '../keys';
+import {
+  addressWay,
+  clientAddress,
+  fairHandoffChannel,
+  fairLockKeys,
+  type FairLockKeys,
+} from '../protocol/keys';
 import {
   acquireFairLock,
   tryFairLock,
@@ -15,11 +21,11 @@ import {
   type PublishCommand,
   type ReleaseAnswer,
   type ReleaseWhich,
-} from '../scripts';
-import { UNCONFIRMED_POLL_MS } from '../pubsub';
-import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
+} from '../protocol/scripts';
+import { UNCONFIRMED_POLL_MS } from '../waiting/pubsub/subscriber';
+import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../waiting/acquire-or-wait';
 import { BaseLock } from './base-lock';
-import type { LockContext } from './context';
+import type { LockContext } from '../context';
 
 /** An attempt's answer, whether or not it came in a table (see afterQueuedAttempt). */
 function ttlOf(answer: number | [number] | null): number | null {

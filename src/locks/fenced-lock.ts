@@ -1,8 +1,8 @@
-import { fencingTokenKey } from '../keys';
-import { acquireFencedLock } from '../scripts';
-import { checkLeaseTime, checkWaitTime } from '../validate';
-import type { LockContext } from './context';
-import { ReentrantLock } from './lock';
+import { fencingTokenKey } from '../protocol/keys';
+import { acquireFencedLock } from '../protocol/scripts';
+import { checkLeaseTime, checkWaitTime } from '../util/validate';
+import type { LockContext } from '../context';
+import { ReentrantLock } from './reentrant-lock';
 import type { FencedHeld, LockHold, RFencedLock, WithLockOptions } from './types';
 
 /**

@@ -1,4 +1,4 @@
-import { onAbort } from '../abort';
+import { onAbort } from '../util/abort';
 import {
   closedFor,
   LockLostError,
@@ -7,17 +7,21 @@ import {
   RedisUnavailableError,
 } from '../errors';
 import type { LockEvents } from '../events';
-import type { LostLease } from '../holds';
-import { Frame, runInCurrentOrNewTask, runInFrame } from '../owner';
-import { isPassing } from '../redis-call';
-import { releasedOrResent } from '../resend';
-import { pauseFor, retryPause } from '../timing';
-import { parseLockArguments, parseLockOptions as parseOptions, parseTryLockArguments } from '../validate';
+import type { LostLease } from '../ownership/hold-book';
+import { Frame, runInCurrentOrNewTask, runInFrame } from '../ownership/owner';
+import { isPassing } from '../redis/redis-calls';
+import { releasedOrResent } from '../redis/resend';
+import { pauseFor, retryPause } from '../util/timing';
+import {
+  parseLockArguments,
+  parseLockOptions as parseOptions,
+  parseTryLockArguments,
+} from '../util/validate';
 import { BaseLock } from './base-lock';
 import { askMembers, holdingWait, type LateMembers, type Round, type Taken } from './group-round';
 import { quorumAtLeast, quorumDeleted, quorumReleased, quorumSaysYes } from './quorum';
 import { watchQuorum, type Tracker } from './quorum-watch';
-import type { RedisErrorReport } from './context';
+import type { RedisErrorReport } from '../events';
 import { lockHold } from './lock-hold';
 import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
 

@@ -1,5 +1,5 @@
-import type { Hold } from '../holds';
-import type { Frame } from '../owner';
+import type { Hold } from '../ownership/hold-book';
+import type { Frame } from '../ownership/owner';
 import type { BaseLock } from './base-lock';
 
 /**

@@ -1,4 +1,4 @@
-import { releasedOrResent } from '../resend';
+import { releasedOrResent } from '../redis/resend';
 import type { LockHold } from './types';
 
 /**

@@ -1,4 +1,4 @@
-import { readTimeoutPrefix, readWriteLockKeys, type ReadWriteLockKeys } from '../keys';
+import { readTimeoutPrefix, readWriteLockKeys, type ReadWriteLockKeys } from '../protocol/keys';
 import {
   acquireReadLock,
   acquireWriteLock,
@@ -11,10 +11,10 @@ import {
   withdrawWriteLock,
   type PublishCommand,
   type ReleaseWhich,
-} from '../scripts';
-import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../wait';
+} from '../protocol/scripts';
+import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../waiting/acquire-or-wait';
 import { BaseLock, newHandleOwner, type HandleOwner } from './base-lock';
-import type { LockContext } from './context';
+import type { LockContext } from '../context';
 import type { RLock } from './types';
 
 /** Options of getReadWriteLock. */

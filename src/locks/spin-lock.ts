@@ -1,9 +1,9 @@
-import type { ReleaseAnnouncement } from '../scripts';
-import { pauseFor } from '../timing';
-import type { StepLimits, WakeSource } from '../wait';
+import type { ReleaseAnnouncement } from '../protocol/scripts';
+import { pauseFor } from '../util/timing';
+import type { StepLimits, WakeSource } from '../waiting/acquire-or-wait';
 import type { HandleOwner } from './base-lock';
-import type { LockContext } from './context';
-import { ReentrantLock } from './lock';
+import type { LockContext } from '../context';
+import { ReentrantLock } from './reentrant-lock';
 
 /** How a spin lock's waiter backs off between attempts (Redisson's LockOptions.BackOff). */
 export interface SpinLockOptions {

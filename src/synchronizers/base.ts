@@ -1,7 +1,7 @@
-import { homeSlot, requestLatchKey, type SemaphoreKeys } from '../keys';
-import type { LockContext } from '../locks/context';
-import type { Subscription, WakePolicy } from '../pubsub';
-import type { CallLimits } from '../redis-call';
+import { homeSlot, requestLatchKey, type SemaphoreKeys } from '../protocol/keys';
+import type { LockContext } from '../context';
+import type { Subscription, WakePolicy } from '../waiting/pubsub/subscriber';
+import type { CallLimits } from '../redis/redis-calls';
 import {
   changeOnce,
   openWindow,
@@ -10,11 +10,11 @@ import {
   windowLength,
   type Change,
   type RequestWindow,
-} from '../resend';
-import { trySetSemaphorePermits, type PublishCommand } from '../scripts';
+} from '../redis/resend';
+import { trySetSemaphorePermits, type PublishCommand } from '../protocol/scripts';
 import { closedFor } from '../errors';
-import { checkLockName } from '../validate';
-import type { StepLimits } from '../wait';
+import { checkLockName } from '../util/validate';
+import type { StepLimits } from '../waiting/acquire-or-wait';
 import { checkPermits } from './permits';
 
 /** One request that changes a synchronizer: its latch key and its window (see lua/include/requests.lua). */

@@ -3,11 +3,11 @@ import {
   LATCH_NEW_COUNT_MESSAGE,
   LATCH_ZERO_MESSAGE,
   type CountDownLatchKeys,
-} from '../keys';
-import type { LockContext } from '../locks/context';
-import { countDownLatch, deleteLatch, trySetLatchCount } from '../scripts';
-import { acquireOrWait } from '../wait';
-import { checkCount } from '../validate';
+} from '../protocol/keys';
+import type { LockContext } from '../context';
+import { countDownLatch, deleteLatch, trySetLatchCount } from '../protocol/scripts';
+import { acquireOrWait } from '../waiting/acquire-or-wait';
+import { checkCount } from '../util/validate';
 import { Synchronizer, wakeEveryone, type Request } from './base';
 import { MAX_PERMITS, parseWaitOptions } from './permits';
 import type { PermitWaitOptions, RCountDownLatch } from './types';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { PermitNotHeldError } from '../errors';
-import { expirableSemaphoreKeys, type ExpirableSemaphoreKeys } from '../keys';
-import type { LockContext } from '../locks/context';
+import { expirableSemaphoreKeys, type ExpirableSemaphoreKeys } from '../protocol/keys';
+import type { LockContext } from '../context';
 import {
   acquireExpirablePermit,
   addExpirablePermits,
@@ -9,8 +9,8 @@ import {
   releaseExpirablePermit,
   updateExpirablePermitLease,
   withdrawExpirablePermit,
-} from '../scripts';
-import { checkCount, checkTime, rangeError, typeError } from '../validate';
+} from '../protocol/scripts';
+import { checkCount, checkTime, rangeError, typeError } from '../util/validate';
 import { Synchronizer, wakeForPermits, type Request } from './base';
 import { waitForPermits } from './permit-wait';
 import { MAX_PERMITS, parseWaitOptions } from './permits';

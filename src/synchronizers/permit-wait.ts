@@ -1,10 +1,10 @@
-import type { LockContext } from '../locks/context';
-import type { Fate } from '../redis-call';
-import type { RequestWindow } from '../resend';
-import { acquireOrWait, type StepLimits, type WakeSource } from '../wait';
+import type { LockContext } from '../context';
+import type { Fate } from '../redis/redis-calls';
+import type { RequestWindow } from '../redis/resend';
+import { acquireOrWait, type StepLimits, type WakeSource } from '../waiting/acquire-or-wait';
 
 /**
- * Waiting for permits (either semaphore) through the shared wait loop (wait.ts), with a request
+ * Waiting for permits (either semaphore) through the shared wait loop (waiting/acquire-or-wait.ts), with a request
  * latch per attempt, as the locks wait:
  * - an attempt that acquired but whose answer came too late (the wait had given up on that call)
  *   is adopted while the wait still waits, and withdrawn once it does not;

@@ -1,9 +1,9 @@
 import { ClientClosedError, LockTimeoutError } from '../errors';
-import type { LockContext } from '../locks/context';
-import { Frame } from '../owner';
-import { onAbort } from '../abort';
-import { releasedOrResent } from '../resend';
-import { checkCount, checkKnownKeys, checkOptionsObject, checkSignal, checkWaitTime } from '../validate';
+import type { LockContext } from '../context';
+import { Frame } from '../ownership/owner';
+import { onAbort } from '../util/abort';
+import { releasedOrResent } from '../redis/resend';
+import { checkCount, checkKnownKeys, checkOptionsObject, checkSignal, checkWaitTime } from '../util/validate';
 import type { PermitsHeld, PermitWaitOptions } from './types';
 
 /** Redisson counts permits in a Java int. */

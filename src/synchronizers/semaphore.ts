@@ -1,8 +1,13 @@
-import { semaphoreKeys, type SemaphoreKeys } from '../keys';
-import type { LockContext } from '../locks/context';
-import type { Subscription } from '../pubsub';
-import { acquireSemaphore, addSemaphorePermits, drainSemaphore, withdrawSemaphore } from '../scripts';
-import { checkCount, checkWaitTime, isOptionsObject, typeError } from '../validate';
+import { semaphoreKeys, type SemaphoreKeys } from '../protocol/keys';
+import type { LockContext } from '../context';
+import type { Subscription } from '../waiting/pubsub/subscriber';
+import {
+  acquireSemaphore,
+  addSemaphorePermits,
+  drainSemaphore,
+  withdrawSemaphore,
+} from '../protocol/scripts';
+import { checkCount, checkWaitTime, isOptionsObject, typeError } from '../util/validate';
 import { Synchronizer, wakeForPermits, type Request } from './base';
 import { waitForPermits } from './permit-wait';
 import { checkPermits, MAX_PERMITS, parseWaitOptions, runHolding } from './permits';

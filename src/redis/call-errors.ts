@@ -1,4 +1,4 @@
-import { RedisReplyError, RedisUnavailableError, RLockError } from './errors';
+import { RedisReplyError, RedisUnavailableError, RLockError } from '../errors';
 import { ConnectionEnded, OfflineQueueOff } from './readiness';
 
 /**

@@ -1,5 +1,5 @@
-import type { ClusterConnection, RedisConnection, ShardNode } from './redis';
-import { hashSlot } from './slots';
+import type { ClusterConnection, RedisConnection, ShardNode } from '../../redis/connection';
+import { hashSlot } from '../../redis/slots';
 
 /**
  * The connections a Subscriber listens on. A link delivers every message of the channels it was

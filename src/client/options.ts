@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { PUBSUB_OPTIONS, type PubSubOption } from './pubsub-mode';
-import { isCluster, type RedisConnection } from './redis';
-import type { ReplicaWait } from './replicas';
-import { hashTagOf } from './slots';
-import { checkCount, checkKnownKeys, checkTime, typeError } from './validate';
+import { PUBSUB_OPTIONS, type PubSubOption } from '../waiting/pubsub/mode';
+import { isCluster, type RedisConnection } from '../redis/connection';
+import type { ReplicaWait } from '../redis/replicas';
+import { hashTagOf } from '../redis/slots';
+import { checkCount, checkKnownKeys, checkTime, typeError } from '../util/validate';
 
 export interface LockClientOptions {
   /** Lease of locks taken without leaseTime, in ms; renewed every third of it. Default 30 000. */

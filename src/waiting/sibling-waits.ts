@@ -1,5 +1,5 @@
-import { ownerLockKey } from './owner';
-import type { WakeSource } from './wait';
+import { ownerLockKey } from '../ownership/owner';
+import type { WakeSource } from './acquire-or-wait';
 
 /**
  * The waits of one owner on one lock that are asleep together, in this client.

@@ -1,6 +1,6 @@
-import { RedisUnavailableError } from './errors';
-import { connectionGaveUp, isPassing } from './redis-call';
-import { pauseFor, retryPause, sharedDelay } from './timing';
+import { RedisUnavailableError } from '../errors';
+import { connectionGaveUp, isPassing } from '../redis/redis-calls';
+import { pauseFor, retryPause, sharedDelay } from '../util/timing';
 
 /**
  * The one acquire loop every lock kind shares:

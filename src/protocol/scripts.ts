@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { coalesceWrites } from './coalesce';
+import { coalesceWrites } from '../redis/coalesce-writes';
 import { LUA_SCRIPTS } from './lua.generated';
-import type { RedisConnection } from './redis';
+import type { RedisConnection } from '../redis/connection';
 
 /**
  * One typed function per Lua script in lua/. A script goes out as EVALSHA of its digest and, when
@@ -32,7 +32,8 @@ export type Script<Keys extends string[], Args extends ScriptArg[], Result> = (
 /** A script's text, its `--@include` lines resolved (scripts/lua-module.ts builds it from lua/). */
 function readLua(file: string): string {
   const lua = LUA_SCRIPTS[file];
-  if (lua === undefined) throw new Error(`lua/${file} is not in src/lua.generated.ts: run npm run build:lua`);
+  if (lua === undefined)
+    throw new Error(`lua/${file} is not in src/protocol/lua.generated.ts: run npm run build:lua`);
   return lua;
 }
 

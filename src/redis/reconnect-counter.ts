@@ -1,4 +1,4 @@
-import { isCluster, type RedisConnection } from './redis';
+import { isCluster, type RedisConnection } from './connection';
 
 /**
  * Counts the times the connection (on a cluster: any node's) closed. ioredis sends a command again

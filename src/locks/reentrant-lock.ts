@@ -1,5 +1,12 @@
-import { addressWay, clientAddress, lockKeys, lockWaitersKey, lockWakeChannel, type LockKeys } from '../keys';
-import type { Subscription } from '../pubsub';
+import {
+  addressWay,
+  clientAddress,
+  lockKeys,
+  lockWaitersKey,
+  lockWakeChannel,
+  type LockKeys,
+} from '../protocol/keys';
+import type { Subscription } from '../waiting/pubsub/subscriber';
 import {
   acquireLock,
   forceReleaseLock,
@@ -13,11 +20,11 @@ import {
   type ReleaseAnnouncement,
   type ReleaseAnswer,
   type ReleaseWhich,
-} from '../scripts';
-import type { AttemptKind, StepLimits, WakeSource } from '../wait';
+} from '../protocol/scripts';
+import type { AttemptKind, StepLimits, WakeSource } from '../waiting/acquire-or-wait';
 import type { LockKind } from '../events';
 import { BaseLock, type HandleOwner } from './base-lock';
-import type { LockContext } from './context';
+import type { LockContext } from '../context';
 
 /** The reentrant, non-fair lock: Redisson's RLock protocol and key layout. */
 export class ReentrantLock extends BaseLock {

@@ -1,18 +1,17 @@
-import { DEBUG, debug } from './events';
-import type { FairWaiter, FairWaiters } from './fair-waiters';
-import type { HoldBook, HeldLock } from './holds';
-import type { RedisErrorReport } from './locks/context';
-import type { RedisConnection } from './redis';
-import type { RedisCalls } from './redis-call';
+import { DEBUG, debug, type RedisErrorReport } from '../events';
+import type { FairWaiter, FairWaiters } from '../waiting/fair-waiters';
+import type { HoldBook, HeldLock } from '../ownership/hold-book';
+import type { RedisConnection } from '../redis/connection';
+import type { RedisCalls } from '../redis/redis-calls';
 import {
   HANDED_ON,
   refreshFairPlaces,
   renewLocks,
   renewReadWriteLocks,
   type PublishCommand,
-} from './scripts';
-import { hashSlot } from './slots';
-import { STALL_MS } from './timing';
+} from '../protocol/scripts';
+import { hashSlot } from '../redis/slots';
+import { STALL_MS } from '../util/timing';
 
 /**
  * One timer per client keeps alive what the client has in Redis: the leases of locks it holds

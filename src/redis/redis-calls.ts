@@ -1,10 +1,10 @@
-import { onAbort } from './abort';
-import { RedisReplyError, RedisUnavailableError } from './errors';
+import { onAbort } from '../util/abort';
+import { RedisReplyError, RedisUnavailableError } from '../errors';
 import { asLockError, isNotWritable, isPassing, mayHaveRun } from './call-errors';
 import { Deadlines, type Deadline, type DeadlineQueue } from './deadlines';
 import { Readiness, type ReadyWaiter } from './readiness';
-import type { RedisConnection } from './redis';
-import { retryPause, sharedDelay, STALL_MS } from './timing';
+import type { RedisConnection } from './connection';
+import { retryPause, sharedDelay, STALL_MS } from '../util/timing';
 
 /**
  * Every Redis command rlock sends goes through here, so that each one settles within its budget

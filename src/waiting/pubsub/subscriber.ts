@@ -1,9 +1,9 @@
 import { AsyncResource } from 'node:async_hooks';
-import { onAbort } from './abort';
-import { ClientClosedError, RedisReplyError } from './errors';
-import { DEBUG, debug } from './events';
-import { isUnknownCommand, type LinkHandlers, type PubSubLink } from './pubsub-links';
-import { retryPause, settledWithin } from './timing';
+import { onAbort } from '../../util/abort';
+import { ClientClosedError, RedisReplyError } from '../../errors';
+import { DEBUG, debug } from '../../events';
+import { isUnknownCommand, type LinkHandlers, type PubSubLink } from './links';
+import { retryPause, settledWithin } from '../../util/timing';
 
 /**
  * One subscriber connection per client, shared by every lock of that client.
@@ -21,7 +21,7 @@ import { retryPause, settledWithin } from './timing';
  * Messages published while the connection is down are lost for good, so after every reconnect
  * (or, on a cluster, every move of channels to another node), once the subscriptions are confirmed,
  * every waiter re-checks the lock at once. Which connections carry the channels is the link's
- * business (pubsub-links.ts).
+ * business (links.ts).
  *
  * Nothing here keeps a failure: a SUBSCRIBE that failed or went unanswered never blocks a waiter
  * beyond its budget. The waiter gets a subscription that is not listening yet, whose sleeps are

@@ -1,4 +1,4 @@
-import type { RedisConnection } from './redis';
+import type { RedisConnection } from './connection';
 
 /** The parts of an ioredis connection that coalescing reads: its socket and its reply queue. */
 interface CoalescingView {

@@ -1,44 +1,45 @@
 import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter, setMaxListeners } from 'node:events';
-import { parseClientOptions, type ClientSettings, type LockClientOptions } from './client-options';
-import { ClientClosedError, closedFor, LockLostError } from './errors';
-import { DEBUG, debug, emitSafely, LockEvents, type LockClientEvents } from './events';
-import { FairWaiters } from './fair-waiters';
-import { HandoffWatches } from './handoff-watches';
-import { RecentContention } from './recent-contention';
-import { HoldBook, type LostLease } from './holds';
-import { clientChannel, homeSlot, lockKeys, WAKE_MESSAGE } from './keys';
-import type { LockContext, RedisErrorReport } from './locks/context';
-import { FairLock } from './locks/fair-lock';
-import { FencedLock } from './locks/fenced-lock';
-import { GroupLock, type GroupRules } from './locks/group-lock';
-import { ReentrantLock } from './locks/lock';
-import { ReadWriteLock, type ReadWriteLockOptions, type RReadWriteLock } from './locks/read-write-lock';
-import { SPIN_DEFAULTS, SpinLock, type SpinLockOptions } from './locks/spin-lock';
-import type { RFencedLock, RLock } from './locks/types';
-import { checkOwnerId, currentTask, runAsNewTask, type Frame } from './owner';
-import { SiblingWaits } from './sibling-waits';
-import { OwnerGates } from './owner-gate';
-import { Subscriber } from './pubsub';
-import { openLink, publishCommandOf, resolvePubSubMode, type PubSubMode } from './pubsub-mode';
-import { ReconnectCounter } from './reconnects';
-import { isCluster, type RedisConnection } from './redis';
-import { RedisCalls } from './redis-call';
-import { ServerClock } from './server-clock';
-import { ClientRegistry } from './registry';
-import { acknowledgedBy } from './replicas';
-import type { PublishCommand } from './scripts';
-import { settledWithin } from './timing';
-import { checkKnownKeys, checkOptionsObject, checkTime, typeError } from './validate';
-import type { StepLimits } from './wait';
-import { Watchdog } from './watchdog';
-import { CountDownLatch } from './synchronizers/count-down-latch';
-import { PermitExpirableSemaphore } from './synchronizers/permit-expirable-semaphore';
-import { Semaphore } from './synchronizers/semaphore';
-import type { RCountDownLatch, RPermitExpirableSemaphore, RSemaphore } from './synchronizers/types';
+import { parseClientOptions, type ClientSettings, type LockClientOptions } from './options';
+import { ClientClosedError, closedFor, LockLostError } from '../errors';
+import { DEBUG, debug, emitSafely, LockEvents, type LockClientEvents } from '../events';
+import { FairWaiters } from '../waiting/fair-waiters';
+import { HandoffWatches } from '../waiting/handoff-watches';
+import { RecentContention } from '../waiting/recent-contention';
+import { HoldBook, type HoldReleaser, type LostLease } from '../ownership/hold-book';
+import { clientChannel, homeSlot, lockKeys, WAKE_MESSAGE } from '../protocol/keys';
+import type { LockContext } from '../context';
+import type { RedisErrorReport } from '../events';
+import { FairLock } from '../locks/fair-lock';
+import { FencedLock } from '../locks/fenced-lock';
+import { GroupLock, type GroupRules } from '../locks/group-lock';
+import { ReentrantLock } from '../locks/reentrant-lock';
+import { ReadWriteLock, type ReadWriteLockOptions, type RReadWriteLock } from '../locks/read-write-lock';
+import { SPIN_DEFAULTS, SpinLock, type SpinLockOptions } from '../locks/spin-lock';
+import type { RFencedLock, RLock } from '../locks/types';
+import { checkOwnerId, currentTask, runAsNewTask, type Frame } from '../ownership/owner';
+import { SiblingWaits } from '../waiting/sibling-waits';
+import { OwnerGates } from '../ownership/owner-gates';
+import { Subscriber } from '../waiting/pubsub/subscriber';
+import { openLink, publishCommandOf, resolvePubSubMode, type PubSubMode } from '../waiting/pubsub/mode';
+import { ReconnectCounter } from '../redis/reconnect-counter';
+import { isCluster, type RedisConnection } from '../redis/connection';
+import { RedisCalls } from '../redis/redis-calls';
+import { ServerClock } from '../redis/server-clock';
+import { ClientRegistry } from '../ownership/client-registry';
+import { acknowledgedBy } from '../redis/replicas';
+import type { PublishCommand } from '../protocol/scripts';
+import { settledWithin } from '../util/timing';
+import { checkKnownKeys, checkOptionsObject, checkTime, typeError } from '../util/validate';
+import type { StepLimits } from '../waiting/acquire-or-wait';
+import { Watchdog } from '../leases/watchdog';
+import { CountDownLatch } from '../synchronizers/count-down-latch';
+import { PermitExpirableSemaphore } from '../synchronizers/permit-expirable-semaphore';
+import { Semaphore } from '../synchronizers/semaphore';
+import type { RCountDownLatch, RPermitExpirableSemaphore, RSemaphore } from '../synchronizers/types';
 
-export type { LockClientOptions } from './client-options';
-export type { LockLostEvent, RedisErrorEvent } from './events';
+export type { LockClientOptions } from './options';
+export type { LockLostEvent, RedisErrorEvent } from '../events';
 
 /** Options of runInTask. */
 export interface TaskOptions {
@@ -425,7 +426,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private async releaseEverything(): Promise<void> {
     const entries = [...this.book.all(), ...this.book.takeOrphaned()].filter((entry) => !entry.explicit);
     const releases = entries.map(async (entry) => {
-      const lock = new entry.lockClass(this.context, entry.name);
+      // Every lock class takes the client's context; the book keeps it untyped (see LockClass).
+      const LockOfHold = entry.lockClass as unknown as new (
+        context: LockContext,
+        name: string,
+      ) => HoldReleaser;
+      const lock = new LockOfHold(this.context, entry.name);
       for (let i = entry.holds.length - 1; i >= 0; i -= 1) {
         // A group's member (held quietly) is not reported alone, at close either.
         await lock.releaseAtClose(entry.ownerId, entry.holds[i] as (typeof entry.holds)[number], entry.quiet);

@@ -1,4 +1,4 @@
-import { onAbort } from './abort';
+import { onAbort } from '../util/abort';
 import { LockOwnerMap, type PerLockOwner } from './lock-owner-map';
 import type { Frame } from './owner';
 

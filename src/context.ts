@@ -1,30 +1,20 @@
-import type { SiblingWaits } from '../sibling-waits';
-import type { RecentContention } from '../recent-contention';
-import type { LockEvents } from '../events';
-import type { FairWaiters } from '../fair-waiters';
-import type { HandoffWatches } from '../handoff-watches';
-import type { HoldBook } from '../holds';
-import type { Frame } from '../owner';
-import type { OwnerGates } from '../owner-gate';
-import type { Subscriber } from '../pubsub';
-import type { RedisCalls } from '../redis-call';
-import type { RedisConnection } from '../redis';
-import type { ClientRegistry } from '../registry';
-import type { ReconnectCounter } from '../reconnects';
-import type { ServerClock } from '../server-clock';
-import type { PublishCommand } from '../scripts';
-import type { StepLimits } from '../wait';
-import type { Watchdog } from '../watchdog';
-
-/** Redis failed something rlock keeps trying by itself (see the client's 'redisError' event). */
-export interface RedisErrorReport {
-  /** The lock (or, for a subscription, the channel) it was for. */
-  name: string;
-  operation: string;
-  error: unknown;
-  /** When it is tried again, in ms; absent when it is not (the outcome is handled otherwise). */
-  retryInMs?: number;
-}
+import type { SiblingWaits } from './waiting/sibling-waits';
+import type { RecentContention } from './waiting/recent-contention';
+import type { LockEvents, RedisErrorReport } from './events';
+import type { FairWaiters } from './waiting/fair-waiters';
+import type { HandoffWatches } from './waiting/handoff-watches';
+import type { HoldBook } from './ownership/hold-book';
+import type { Frame } from './ownership/owner';
+import type { OwnerGates } from './ownership/owner-gates';
+import type { Subscriber } from './waiting/pubsub/subscriber';
+import type { RedisCalls } from './redis/redis-calls';
+import type { RedisConnection } from './redis/connection';
+import type { ClientRegistry } from './ownership/client-registry';
+import type { ReconnectCounter } from './redis/reconnect-counter';
+import type { ServerClock } from './redis/server-clock';
+import type { PublishCommand } from './protocol/scripts';
+import type { StepLimits } from './waiting/acquire-or-wait';
+import type { Watchdog } from './leases/watchdog';
 
 /** What a lock handle needs from the LockClient that made it. */
 export interface LockContext {

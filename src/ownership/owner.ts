@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { isHoldMark, RW_MODE_FIELD } from './keys';
+import { isHoldMark, RW_MODE_FIELD } from '../protocol/keys';
 
 /**
  * Who is asking for a lock: the Node counterpart of Redisson's thread.

@@ -1,4 +1,4 @@
-import { isCluster, type RedisConnection } from './redis';
+import { isCluster, type RedisConnection } from './connection';
 import { hashSlot } from './slots';
 
 /**

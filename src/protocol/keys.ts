@@ -1,4 +1,4 @@
-import { hashSlot, hashTagOf, tagForSlot } from './slots';
+import { hashSlot, hashTagOf, tagForSlot } from '../redis/slots';
 
 /**
  * Every Redis key and channel name rlock uses, in one place.

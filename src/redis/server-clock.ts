@@ -1,7 +1,7 @@
-import type { RedisConnection } from './redis';
-import type { RedisCalls } from './redis-call';
-import type { ReconnectCounter } from './reconnects';
-import type { StepLimits } from './wait';
+import type { RedisConnection } from './connection';
+import type { RedisCalls } from './redis-calls';
+import type { ReconnectCounter } from './reconnect-counter';
+import type { StepLimits } from '../waiting/acquire-or-wait';
 
 /** How long one reading of the server's clock is trusted before it is read again (in the background). */
 const READ_AGAIN_MS = 60_000;

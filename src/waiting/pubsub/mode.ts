@@ -1,12 +1,6 @@
-import {
-  ClusterLink,
-  SingleLink,
-  SUBSCRIBER_OVERRIDES,
-  type LinkHandlers,
-  type PubSubLink,
-} from './pubsub-links';
-import { isCluster, type DuplicableConnection, type RedisConnection } from './redis';
-import type { PublishCommand } from './scripts';
+import { ClusterLink, SingleLink, SUBSCRIBER_OVERRIDES, type LinkHandlers, type PubSubLink } from './links';
+import { isCluster, type DuplicableConnection, type RedisConnection } from '../../redis/connection';
+import type { PublishCommand } from '../../protocol/scripts';
 
 /**
  * Which pub/sub carries release notifications. 'sharded' (SPUBLISH / SSUBSCRIBE, Redis 7) keeps a

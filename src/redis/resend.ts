@@ -1,11 +1,11 @@
 import { isPassing } from './call-errors';
-import { RedisUnavailableError } from './errors';
-import type { RedisConnection } from './redis';
-import { isLate, type RedisCalls, type Resent } from './redis-call';
-import { settleRequest } from './scripts';
+import { RedisUnavailableError } from '../errors';
+import type { RedisConnection } from './connection';
+import { isLate, type RedisCalls, type Resent } from './redis-calls';
+import { settleRequest } from '../protocol/scripts';
 import type { ServerClock } from './server-clock';
-import { retryPause, sharedDelay } from './timing';
-import type { StepLimits } from './wait';
+import { retryPause, sharedDelay } from '../util/timing';
+import type { StepLimits } from '../waiting/acquire-or-wait';
 
 /**
  * Commands whose outcome must be learned: a release, a withdrawal, a count that changes. Each

@@ -1,4 +1,4 @@
-import { markLoop, stoodStillSince, type LoopMark } from './timing';
+import { markLoop, stoodStillSince, type LoopMark } from '../util/timing';
 
 /**
  * The budgets of a client's Redis calls, on one timer instead of one each.

@@ -1,9 +1,9 @@
-import { ownerLockKey } from './owner';
-import { onAbort } from './abort';
-import { ClientClosedError } from './errors';
-import type { FairLockKeys } from './keys';
-import { LoopStalls } from './loop-stalls';
-import { sharedDelay } from './timing';
+import { ownerLockKey } from '../ownership/owner';
+import { onAbort } from '../util/abort';
+import { ClientClosedError } from '../errors';
+import type { FairLockKeys } from '../protocol/keys';
+import { LoopStalls } from '../util/loop-stalls';
+import { sharedDelay } from '../util/timing';
 
 /**
  * This client's waiters on fair locks. A release hands the lock to the head of the queue and

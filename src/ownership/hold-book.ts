@@ -1,16 +1,22 @@
-import { LockLostError, type LockLostCode } from './errors';
-import type { BaseLock } from './locks/base-lock';
-import type { LockContext } from './locks/context';
+import { LockLostError, type LockLostCode } from '../errors';
 import { LockOwnerMap } from './lock-owner-map';
 import { ownerLockKey, type Frame } from './owner';
-import { STALL_MS } from './timing';
-import type { GateEntry, OwnerGates } from './owner-gate';
+import { STALL_MS } from '../util/timing';
+import type { GateEntry, OwnerGates } from './owner-gates';
 
 /**
- * The class of the lock a hold belongs to: close() makes a new handle of it to release through,
- * without keeping the handle that took the hold alive.
+ * What close() needs of the lock a hold belongs to: a handle that gives the hold back.
  */
-export type LockClass = new (context: LockContext, name: string) => BaseLock;
+export interface HoldReleaser {
+  releaseAtClose(ownerId: string, hold: Hold, quiet: boolean): Promise<unknown>;
+}
+
+/**
+ * The class of the lock a hold belongs to: close() makes a new handle of it, with the client's
+ * context (see LockContext), to release through, without keeping the handle that took the hold
+ * alive. The book only keeps it: it knows nothing of lock kinds or of the client.
+ */
+export type LockClass = new (context: never, name: string) => HoldReleaser;
 
 /**
  * What this client believes it holds, per (lock, owner): the holds taken (for their latches and
@@ -287,7 +293,7 @@ export class HoldBook {
     return ended === 'release-unanswered' ? undefined : ended;
   }
 
-  /** The owner's last release of `name` was not answered; it is being sent again (see resend.ts). */
+  /** The owner's last release of `name` was not answered; it is being sent again (see redis/resend.ts). */
   releaseUnanswered(name: string, ownerId: string): void {
     this.remember(bookKey(name, ownerId), 'release-unanswered');
   }

@@ -1,4 +1,4 @@
-import type { RedisConnection } from './redis';
+import type { RedisConnection } from './connection';
 
 /**
  * When a command may go out on the connection, and when the connection has given up on it.

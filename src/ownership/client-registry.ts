@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
-import { clientEntryKey } from './keys';
-import type { RedisErrorReport } from './locks/context';
-import type { RedisCalls } from './redis-call';
-import type { RedisConnection } from './redis';
-import { announceClient } from './scripts';
+import { clientEntryKey } from '../protocol/keys';
+import type { RedisErrorReport } from '../events';
+import type { RedisCalls } from '../redis/redis-calls';
+import type { RedisConnection } from '../redis/connection';
+import { announceClient } from '../protocol/scripts';
 
 /**
  * Where an owner id comes from. An owner id in a lock hash is `<clientId>:<n>`; while a client

@@ -1,6 +1,6 @@
 /**
  * Redis Cluster's hash slots, computed on the client: the watchdog groups its batched renewals by
- * slot (one script call may only touch one slot), and keys.ts checks that every key of a lock lands
+ * slot (one script call may only touch one slot), and protocol/keys.ts checks that every key of a lock lands
  * in the slot of the lock's name.
  */
 
