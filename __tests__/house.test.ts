@@ -109,7 +109,6 @@ describe('the layout of src/', () => {
     // Each still to be split by responsibility, with its length today as its ceiling.
     const ceilings: Record<string, number> = {
       'locks/base-lock.ts': 1030,
-      'protocol/scripts.ts': 690,
       'client/lock-client.ts': 590,
       'waiting/pubsub/subscriber.ts': 540,
     };
