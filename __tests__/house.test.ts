@@ -108,7 +108,6 @@ describe('the layout of src/', () => {
   test('no source file grows past 500 lines; the few that are past it only shrink', () => {
     // Each still to be split by responsibility, with its length today as its ceiling.
     const ceilings: Record<string, number> = {
-      'locks/base-lock.ts': 1030,
       'client/lock-client.ts': 590,
       'waiting/pubsub/subscriber.ts': 540,
     };

@@ -1,4 +1,4 @@
-import { quorumAtLeast } from '../src/locks/quorum';
+import { quorumAtLeast } from '../src/locks/group/quorum';
 
 /** A promise that settles after `ms` with `value`. */
 function after<T>(ms: number, value: T): Promise<T> {

@@ -12,7 +12,7 @@ import type { LockContext } from '../context';
 import type { RedisErrorReport } from '../events';
 import { FairLock } from '../locks/fair-lock';
 import { FencedLock } from '../locks/fenced-lock';
-import { GroupLock, type GroupRules } from '../locks/group-lock';
+import { GroupLock, type GroupRules } from '../locks/group/group-lock';
 import { ReentrantLock } from '../locks/reentrant-lock';
 import { ReadWriteLock, type ReadWriteLockOptions, type RReadWriteLock } from '../locks/read-write-lock';
 import { SPIN_DEFAULTS, SpinLock, type SpinLockOptions } from '../locks/spin-lock';

@@ -24,7 +24,7 @@ import {
 } from '../protocol/scripts';
 import { UNCONFIRMED_POLL_MS } from '../waiting/pubsub/subscriber';
 import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../waiting/acquire-or-wait';
-import { BaseLock } from './base-lock';
+import { BaseLock } from './base/base-lock';
 import type { LockContext } from '../context';
 
 /** An attempt's answer, whether or not it came in a table (see afterQueuedAttempt). */

@@ -13,7 +13,7 @@ import {
   type ReleaseWhich,
 } from '../protocol/scripts';
 import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '../waiting/acquire-or-wait';
-import { BaseLock, newHandleOwner, type HandleOwner } from './base-lock';
+import { BaseLock, newHandleOwner, type HandleOwner } from './base/base-lock';
 import type { LockContext } from '../context';
 import type { RLock } from './types';
 

@@ -23,7 +23,7 @@ import {
 } from '../protocol/scripts';
 import type { AttemptKind, StepLimits, WakeSource } from '../waiting/acquire-or-wait';
 import type { LockKind } from '../events';
-import { BaseLock, type HandleOwner } from './base-lock';
+import { BaseLock, type HandleOwner } from './base/base-lock';
 import type { LockContext } from '../context';
 
 /** The reentrant, non-fair lock: Redisson's RLock protocol and key layout. */

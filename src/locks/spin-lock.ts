@@ -1,7 +1,7 @@
 import type { ReleaseAnnouncement } from '../protocol/scripts';
 import { pauseFor } from '../util/timing';
 import type { StepLimits, WakeSource } from '../waiting/acquire-or-wait';
-import type { HandleOwner } from './base-lock';
+import type { HandleOwner } from './base/base-lock';
 import type { LockContext } from '../context';
 import { ReentrantLock } from './reentrant-lock';
 

@@ -1,29 +1,29 @@
-import { onAbort } from '../util/abort';
+import { onAbort } from '../../util/abort';
 import {
   closedFor,
   LockLostError,
   LockNotHeldError,
   LockTimeoutError,
   RedisUnavailableError,
-} from '../errors';
-import type { LockEvents } from '../events';
-import type { LostLease } from '../ownership/hold-book';
-import { Frame, runInCurrentOrNewTask, runInFrame } from '../ownership/owner';
-import { isPassing } from '../redis/redis-calls';
-import { releasedOrResent } from '../redis/resend';
-import { pauseFor, retryPause } from '../util/timing';
+} from '../../errors';
+import type { LockEvents } from '../../events';
+import type { LostLease } from '../../ownership/hold-book';
+import { Frame, runInCurrentOrNewTask, runInFrame } from '../../ownership/owner';
+import { isPassing } from '../../redis/redis-calls';
+import { releasedOrResent } from '../../redis/resend';
+import { pauseFor, retryPause } from '../../util/timing';
 import {
   parseLockArguments,
   parseLockOptions as parseOptions,
   parseTryLockArguments,
-} from '../util/validate';
-import { BaseLock } from './base-lock';
+} from '../../util/validate';
+import { BaseLock } from '../base/base-lock';
 import { askMembers, holdingWait, type LateMembers, type Round, type Taken } from './group-round';
 import { quorumAtLeast, quorumDeleted, quorumReleased, quorumSaysYes } from './quorum';
 import { watchQuorum, type Tracker } from './quorum-watch';
-import type { RedisErrorReport } from '../events';
-import { lockHold } from './lock-hold';
-import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from './types';
+import type { RedisErrorReport } from '../../events';
+import { lockHold } from '../base/lock-hold';
+import type { Held, LockHold, LockOptions, RLock, TryLockOptions, WithLockOptions } from '../types';
 
 /**
  * One lock made of several (Redisson's RedissonMultiLock and RedissonRedLock).

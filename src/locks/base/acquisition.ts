@@ -1,9 +1,9 @@
-import { DEBUG, debug, type LockKind } from '../events';
-import type { Frame } from '../ownership/owner';
-import type { GateEntry } from '../ownership/owner-gates';
-import type { CallLimits, Fate, Lane, RedisCalls } from '../redis/redis-calls';
-import type { AttemptKind } from '../waiting/acquire-or-wait';
-import type { Hold } from '../ownership/hold-book';
+import { DEBUG, debug, type LockKind } from '../../events';
+import type { Frame } from '../../ownership/owner';
+import type { GateEntry } from '../../ownership/owner-gates';
+import type { CallLimits, Fate, Lane, RedisCalls } from '../../redis/redis-calls';
+import type { AttemptKind } from '../../waiting/acquire-or-wait';
+import type { Hold } from '../../ownership/hold-book';
 
 /** What one acquisition took: its hold in the book, and its fencing token for kinds that issue them. */
 export interface Acquired {

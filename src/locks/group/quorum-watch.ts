@@ -1,5 +1,5 @@
-import { LockLostError } from '../errors';
-import type { LostLease } from '../ownership/hold-book';
+import { LockLostError } from '../../errors';
+import type { LostLease } from '../../ownership/hold-book';
 import { giveBack, type LateMembers, type Taken } from './group-round';
 
 /** The members one acquisition of a group holds, watched for lost leases. */

@@ -1,4 +1,4 @@
-import { LockNotHeldError } from '../errors';
+import { LockNotHeldError } from '../../errors';
 
 /**
  * How a group lock turns its members' answers into one, as they arrive: it answers as soon as the

@@ -1,6 +1,6 @@
-import type { Hold } from '../ownership/hold-book';
-import type { Frame } from '../ownership/owner';
-import type { BaseLock } from './base-lock';
+import type { Hold } from '../../ownership/hold-book';
+import type { Frame } from '../../ownership/owner';
+import type { BaseLock } from '../base/base-lock';
 
 /**
  * One attempt of a group lock (see GroupLock): every member is asked at once, each within the time

@@ -1,5 +1,5 @@
-import { releasedOrResent } from '../redis/resend';
-import type { LockHold } from './types';
+import { releasedOrResent } from '../../redis/resend';
+import type { LockHold } from '../types';
 
 /**
  * The symbol `await using` calls, read when a hold is made (so that a polyfill installed after
