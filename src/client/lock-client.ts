@@ -1,13 +1,16 @@
 import { AsyncResource } from 'node:async_hooks';
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { parseClientOptions, type ClientSettings, type LockClientOptions } from './options';
+import { ClientPubSub } from './client-pubsub';
+import { RunningBodies } from './running-bodies';
+import { releaseHeldAtClose } from './release-at-close';
 import { ClientClosedError, closedFor, LockLostError } from '../errors';
 import { DEBUG, debug, emitSafely, LockEvents, type LockClientEvents } from '../events';
 import { FairWaiters } from '../waiting/fair-waiters';
 import { HandoffWatches } from '../waiting/handoff-watches';
 import { RecentContention } from '../waiting/recent-contention';
-import { HoldBook, type HoldReleaser, type LostLease } from '../ownership/hold-book';
-import { clientChannel, homeSlot, lockKeys, WAKE_MESSAGE } from '../protocol/keys';
+import { HoldBook, type LostLease } from '../ownership/hold-book';
+import { homeSlot, lockKeys, WAKE_MESSAGE } from '../protocol/keys';
 import type { LockContext } from '../context';
 import type { RedisErrorReport } from '../events';
 import { FairLock } from '../locks/fair-lock';
@@ -17,21 +20,17 @@ import { ReentrantLock } from '../locks/reentrant-lock';
 import { ReadWriteLock, type ReadWriteLockOptions, type RReadWriteLock } from '../locks/read-write-lock';
 import { SPIN_DEFAULTS, SpinLock, type SpinLockOptions } from '../locks/spin-lock';
 import type { RFencedLock, RLock } from '../locks/types';
-import { checkOwnerId, currentTask, runAsNewTask, type Frame } from '../ownership/owner';
+import { checkOwnerId, currentTask, runAsNewTask } from '../ownership/owner';
 import { SiblingWaits } from '../waiting/sibling-waits';
 import { OwnerGates } from '../ownership/owner-gates';
-import { Subscriber } from '../waiting/pubsub/subscriber';
-import { openLink, publishCommandOf, resolvePubSubMode, type PubSubMode } from '../waiting/pubsub/mode';
 import { ReconnectCounter } from '../redis/reconnect-counter';
 import { isCluster, type RedisConnection } from '../redis/connection';
 import { RedisCalls } from '../redis/redis-calls';
 import { ServerClock } from '../redis/server-clock';
 import { ClientRegistry } from '../ownership/client-registry';
 import { acknowledgedBy } from '../redis/replicas';
-import type { PublishCommand } from '../protocol/scripts';
 import { settledWithin } from '../util/timing';
 import { checkKnownKeys, checkOptionsObject, checkTime, typeError } from '../util/validate';
-import type { StepLimits } from '../waiting/acquire-or-wait';
 import { Watchdog } from '../leases/watchdog';
 import { CountDownLatch } from '../synchronizers/count-down-latch';
 import { PermitExpirableSemaphore } from '../synchronizers/permit-expirable-semaphore';
@@ -89,16 +88,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /** Aborted when close() is done. */
   private readonly finished = new AbortController();
   private closing?: Promise<void>;
-  /** The frames of running withLock bodies, which close() gives time to finish. */
-  private readonly runningBodies = new Set<Frame>();
-  /** How to give back what a running body holds outside the hold book (withPermits' permits). */
-  private readonly bodyGiveBacks = new Map<Frame, () => Promise<unknown>>();
-  private onBodyDone?: () => void;
-  private subscriberInstance?: Subscriber;
-  /** Settles once the pub/sub mode is known (on a cluster, after asking the servers). */
-  private pubSubModeResolution?: Promise<PubSubMode>;
-  private publishCommandResolution?: Promise<PublishCommand>;
-  private publishCommandKnown?: PublishCommand;
+  private readonly bodies = new RunningBodies();
+  private readonly pubsub: ClientPubSub;
   private requestCount = 0;
   private readonly context: LockContext;
   private readonly calls: RedisCalls;
@@ -133,6 +124,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.lockWakeups = new HandoffWatches(settings.fairLockHandoffTimeout, (name) =>
       new ReentrantLock(this.context, name).settleWakeup(),
     );
+    this.pubsub = new ClientPubSub(redis, settings, this.id, this.scope, {
+      onAddressedMessage: (message) => this.onAddressedMessage(message),
+      onResubscribed: () => this.fairWaiters.recheckAll(),
+      onSubscribeFailed: (channel, error, retryInMs) =>
+        this.reportRedisError({ name: channel, operation: 'subscribe', error, retryInMs }),
+    });
     // Every pending wait listens for the close; thousands of them are normal, not a leak.
     setMaxListeners(0, this.closer.signal);
     const clock: { current?: ServerClock } = {};
@@ -155,7 +152,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       batchSize: settings.watchdogBatchSize,
       groupBySlot: isCluster(redis),
       keyPrefix: settings.keyPrefix,
-      publishCommand: () => this.publishCommand(),
+      publishCommand: () => this.pubsub.publishCommand(),
       handedOn: (name) => this.handoffWatches.handedOn(name),
       report,
       keepAnnounced: (ms) => this.registry.keepFor(ms),
@@ -182,11 +179,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       registry: this.registry,
       keyPrefix: settings.keyPrefix,
       cluster: isCluster(redis),
-      trackBody: (body, giveBack) => this.trackBody(body, giveBack),
-      subscriber: (name, limits) => this.subscriber(name, limits),
-      openSubscriber: () => this.subscriberInstance,
+      trackBody: (body, giveBack) => this.bodies.track(body, giveBack),
+      subscriber: (name, limits) =>
+        this.pubsub.subscriber(this.calls, name, limits, () => this.throwIfClosed()),
+      openSubscriber: () => this.pubsub.opened(),
       reportRedisError: report,
-      publishCommand: () => this.publishCommand(),
+      publishCommand: () => this.pubsub.publishCommand(),
       replicaAcks:
         replicaWait &&
         (async (name, key) => ({
@@ -405,91 +403,20 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     // runs in): they wait for close().
     const caller = currentTask()?.frame;
     await settledWithin(
-      this.bodiesDone((body) => caller === undefined || !caller.isWithin(body)),
+      this.bodies.done((body) => caller === undefined || !caller.isWithin(body)),
       timeout,
     );
     // Each bounded by commandTimeout: a Redis that is down delays close() no longer than that.
-    await Promise.all([this.releaseEverything(), this.giveBackBodies(), this.registry.remove()]);
+    await Promise.all([
+      releaseHeldAtClose(this.book, this.context),
+      this.bodies.giveBackAll(),
+      this.registry.remove(),
+    ]);
     this.watchdog.stop();
     this.handoffWatches.close();
     this.lockWakeups.close();
     this.finished.abort(closedError);
-    await this.subscriberInstance?.close();
-  }
-
-  /**
-   * Releases every hold still in the book, and those whose holder was garbage-collected, so that
-   * waiters elsewhere take over at once. Holds of explicit owner ids stay in Redis: they may be
-   * meant to outlive this client (another worker releases them); they are no longer renewed.
-   * (Releases Redis never answered are being re-sent already.)
-   */
-  private async releaseEverything(): Promise<void> {
-    const entries = [...this.book.all(), ...this.book.takeOrphaned()].filter((entry) => !entry.explicit);
-    const releases = entries.map(async (entry) => {
-      // Every lock class takes the client's context; the book keeps it untyped (see LockClass).
-      const LockOfHold = entry.lockClass as unknown as new (
-        context: LockContext,
-        name: string,
-      ) => HoldReleaser;
-      const lock = new LockOfHold(this.context, entry.name);
-      for (let i = entry.holds.length - 1; i >= 0; i -= 1) {
-        // A group's member (held quietly) is not reported alone, at close either.
-        await lock.releaseAtClose(entry.ownerId, entry.holds[i] as (typeof entry.holds)[number], entry.quiet);
-      }
-    });
-    await Promise.allSettled(releases);
-  }
-
-  /** Gives back what bodies still running hold outside the hold book (a semaphore's permits). */
-  private async giveBackBodies(): Promise<void> {
-    await Promise.allSettled([...this.bodyGiveBacks.values()].map((giveBack) => giveBack()));
-  }
-
-  private trackBody(body: Frame, giveBack?: () => Promise<unknown>): () => void {
-    this.runningBodies.add(body);
-    if (giveBack) this.bodyGiveBacks.set(body, giveBack);
-    return () => {
-      this.runningBodies.delete(body);
-      this.bodyGiveBacks.delete(body);
-      this.onBodyDone?.();
-    };
-  }
-
-  /** Settles once no running body passes `counts`. */
-  private bodiesDone(counts: (body: Frame) => boolean): Promise<void> {
-    const idle = (): boolean => ![...this.runningBodies].some(counts);
-    if (idle()) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.onBodyDone = () => {
-        if (!idle()) return;
-        this.onBodyDone = undefined;
-        resolve();
-      };
-    });
-  }
-
-  /** The command itself once the mode is known: a release need not wait for anything. */
-  private publishCommand(): PublishCommand | Promise<PublishCommand> {
-    if (this.publishCommandKnown) return this.publishCommandKnown;
-    this.publishCommandResolution ??= this.pubSubMode().then(
-      (mode) => (this.publishCommandKnown = publishCommandOf(mode)),
-      (error: unknown) => {
-        this.publishCommandResolution = undefined;
-        throw error;
-      },
-    );
-    return this.publishCommandResolution;
-  }
-
-  private pubSubMode(): Promise<PubSubMode> {
-    this.pubSubModeResolution ??= resolvePubSubMode(this.redis, this.settings.pubSub).catch(
-      (error: unknown) => {
-        // A failed probe (server unreachable) decides nothing: the next call asks again.
-        this.pubSubModeResolution = undefined;
-        throw error;
-      },
-    );
-    return this.pubSubModeResolution;
+    await this.pubsub.close();
   }
 
   /** What a group lock made by this client reports to it, and its withLock bodies. */
@@ -501,7 +428,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       reportLost: (lost) => this.reportLost(lost),
       events: this.context.events,
       reportRedisError: (report) => this.reportRedisError(report),
-      trackBody: (body) => this.trackBody(body),
+      trackBody: (body) => this.bodies.track(body),
       closing: this.closer.signal,
     };
   }
@@ -519,39 +446,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   /**
-   * The subscriber, once the pub/sub mode is known. Its caller subscribes next with the same
-   * `limits`: what this took (a connection that was not ready yet) is taken off their budget, so
-   * that the two steps together keep the one step's budget.
-   */
-  private async subscriber(name: string, limits: StepLimits): Promise<Subscriber> {
-    this.throwIfClosed();
-    const startedAt = performance.now();
-    const mode = await this.calls.run(name, 'subscribe', () => this.pubSubMode(), limits);
-    limits.budget = Math.max(1, limits.budget - (performance.now() - startedAt));
-    this.throwIfClosed();
-    this.subscriberInstance ??= this.scope.runInAsyncScope(() => this.newSubscriber(mode));
-    return this.subscriberInstance;
-  }
-
-  private newSubscriber(mode: PubSubMode): Subscriber {
-    const home = clientChannel(this.id);
-    const given = this.settings.subscriber && { connection: this.settings.subscriber, owned: false };
-    const prefix = this.settings.keyPrefix;
-    return new Subscriber(
-      (handlers) => openLink(this.redis, mode, prefix + home, given, handlers),
-      // Sharded channels are bound to the locks' slots: no home channel there.
-      mode === 'sharded' ? undefined : home,
-      {
-        onAddressedMessage: (message) => this.onAddressedMessage(message),
-        onResubscribed: () => this.fairWaiters.recheckAll(),
-        onSubscribeFailed: (channel, error, retryInMs) =>
-          this.reportRedisError({ name: channel, operation: 'subscribe', error, retryInMs }),
-      },
-      prefix,
-    );
-  }
-
-  /**
    * A message for this client alone: a fair lock's hand-off or request to look again (see
    * FairWaiters), or a getLock release that woke this client, "wake\n<lock key>" (see
    * lua/include/lock-waiters.lua): one of its waiters there tries, or, with none left, the wake-up
@@ -564,7 +458,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     if (!key.startsWith(prefix) || this.finished.signal.aborted) return;
     const name = key.slice(prefix.length);
     const { channel } = lockKeys(name, homeSlot(name, prefix, isCluster(this.redis)));
-    if (!this.subscriberInstance?.deliver(channel)) void new ReentrantLock(this.context, name).passOnWakeup();
+    if (!this.pubsub.opened()?.deliver(channel)) void new ReentrantLock(this.context, name).passOnWakeup();
   }
 
   /**
