@@ -1,4 +1,5 @@
 import { ClientClosedError, LockTimeoutError } from '../errors';
+import { runHeld } from '../util/run-held';
 import type { LockContext } from '../context';
 import { Frame } from '../ownership/owner';
 import { onAbort } from '../util/abort';
@@ -59,24 +60,23 @@ export async function runHolding<T, G>(
     givenBackAtClose = givenBack === undefined;
     return giveBack();
   });
-  let result: T;
-  try {
-    result = await fn({ signal: held.signal });
-  } catch (error) {
-    await giveBack().catch(() => undefined);
-    throw error;
-  } finally {
-    for (const stop of stops) stop?.();
-    done();
-  }
-  if (givenBackAtClose) {
-    throw new ClientClosedError(
-      `the LockClient was closed while this withPermits body ran: close() gave back the permits of "${name}" ` +
-        'before the body was done (its signal had aborted)',
-      { lockName: name, operation: 'release' },
-    );
-  }
-  // The body did its work: a release Redis did not answer goes on in the background.
-  await releasedOrResent(giveBack());
-  return result;
+  return runHeld(
+    () => fn({ signal: held.signal }),
+    () => {
+      for (const stop of stops) stop?.();
+      done();
+    },
+    (afterWork) => {
+      if (!afterWork) return giveBack();
+      if (givenBackAtClose) {
+        throw new ClientClosedError(
+          `the LockClient was closed while this withPermits body ran: close() gave back the permits of "${name}" ` +
+            'before the body was done (its signal had aborted)',
+          { lockName: name, operation: 'release' },
+        );
+      }
+      // The body did its work: a release Redis did not answer goes on in the background.
+      return releasedOrResent(giveBack());
+    },
+  );
 }

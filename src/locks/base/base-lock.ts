@@ -6,6 +6,7 @@ import { isReleaseUnanswered } from '../../redis/resend';
 import { parseLockOptions } from '../../util/validate';
 import { lockHold } from './lock-hold';
 import type { Held, LockHold, RLock, WithLockOptions } from '../types';
+import { runHeld } from '../../util/run-held';
 import { AcquiringLock } from './acquiring-lock';
 
 export { newHandleOwner, type HandleOwner } from './lock-handle';
@@ -67,26 +68,21 @@ export abstract class BaseLock extends AcquiringLock implements RLock {
       const userSignal = parsed.signal;
       const stopListening = userSignal && onAbort(userSignal, () => guard.abort(userSignal.reason));
       const done = this.context.trackBody(body);
-      let result: T;
-      try {
-        const held =
-          acquired.token === undefined
-            ? { signal: guard.signal }
-            : { signal: guard.signal, token: acquired.token };
-        result = await runInFrame(body, () => fn(held));
-      } catch (error) {
-        // The callback's error is what the caller needs; a failed release must not hide it.
-        await this.releaseOwn(owner, acquired.hold).catch(() => undefined);
-        throw error;
-      } finally {
-        stopListening?.();
-        dispose();
-        done();
-      }
-      // The body did its work: a release Redis did not answer goes on in the background, and the
-      // result stands (a caller that retries on errors must not run the body twice).
-      await this.releaseOwn(owner, acquired.hold, true);
-      return result;
+      const held =
+        acquired.token === undefined
+          ? { signal: guard.signal }
+          : { signal: guard.signal, token: acquired.token };
+      // A release after the body did its work that Redis did not answer goes on in the background,
+      // and the result stands (a caller that retries on errors must not run the body twice).
+      return runHeld(
+        () => runInFrame(body, () => fn(held)),
+        () => {
+          stopListening?.();
+          dispose();
+          done();
+        },
+        (afterWork) => this.releaseOwn(owner, acquired.hold, afterWork),
+      );
     };
     return currentTask() ? run() : runAsHandle(this, this.handleOwner, this.handleFrame, run);
   }

@@ -1,4 +1,5 @@
 import { onAbort } from '../../util/abort';
+import { runHeld } from '../../util/run-held';
 import {
   closedFor,
   LockLostError,
@@ -257,19 +258,15 @@ export class GroupLock implements RLock {
       const userSignal = parsed.signal;
       const stopListening = userSignal && onAbort(userSignal, () => held.abort(userSignal.reason));
       const done = this.rules.trackBody(body);
-      let result: T;
-      try {
-        result = await runInFrame(body, () => fn({ signal: held.signal }));
-      } catch (error) {
-        await this.unlock().catch(() => undefined);
-        throw error;
-      } finally {
-        stopListening?.();
-        done();
-      }
-      // The body did its work: a release Redis did not answer goes on in the background.
-      await releasedOrResent(this.unlock());
-      return result;
+      return runHeld(
+        () => runInFrame(body, () => fn({ signal: held.signal })),
+        () => {
+          stopListening?.();
+          done();
+        },
+        // The body did its work: a release Redis did not answer goes on in the background.
+        (afterWork) => (afterWork ? releasedOrResent(this.unlock()) : this.unlock()),
+      );
     });
   }
 
