@@ -14,24 +14,24 @@ const common: Config = {
 
 /** The test files whose behaviour must hold on every deployment; the cluster project reruns them. */
 const PORTABLE = [
-  'lock',
-  'ownership',
-  'branches',
-  'waiting',
-  'watchdog',
-  'fair-lock',
-  'fair-places',
-  'fenced-lock',
-  'processes',
-  'fair-processes',
-  'semaphore',
-  'permit-expirable-semaphore',
-  'count-down-latch',
-  'synchronizer-processes',
-  'read-write-lock',
-  'read-write-processes',
-  'spin-lock',
-  'ioredis-options',
+  'locks/reentrant-lock',
+  'ownership/ownership',
+  'ownership/branches',
+  'waiting/waiting',
+  'leases/watchdog',
+  'locks/fair-lock',
+  'locks/fair-places',
+  'locks/fenced-lock',
+  'locks/processes',
+  'locks/fair-processes',
+  'synchronizers/semaphore',
+  'synchronizers/permit-expirable-semaphore',
+  'synchronizers/count-down-latch',
+  'synchronizers/synchronizer-processes',
+  'locks/read-write-lock',
+  'locks/read-write-processes',
+  'locks/spin-lock',
+  'redis/ioredis-options',
 ].map((file) => `<rootDir>/__tests__/${file}.test.ts`);
 
 /**
@@ -41,14 +41,14 @@ const PORTABLE = [
  * ioredis 5 only, to keep the whole run short (faults/budgets.test.ts alone takes 100 s).
  */
 const ON_IOREDIS_6 = [
-  '__tests__/ioredis-major.test.ts',
-  '__tests__/lock.test.ts',
-  '__tests__/fair-lock.test.ts',
-  '__tests__/waiting.test.ts',
-  '__tests__/watchdog.test.ts',
-  '__tests__/semaphore.test.ts',
-  '__tests__/count-down-latch.test.ts',
-  '__tests__/ioredis-options.test.ts',
+  '__tests__/redis/ioredis-major.test.ts',
+  '__tests__/locks/reentrant-lock.test.ts',
+  '__tests__/locks/fair-lock.test.ts',
+  '__tests__/waiting/waiting.test.ts',
+  '__tests__/leases/watchdog.test.ts',
+  '__tests__/synchronizers/semaphore.test.ts',
+  '__tests__/synchronizers/count-down-latch.test.ts',
+  '__tests__/redis/ioredis-options.test.ts',
   '__tests__/faults/server.test.ts',
   '__tests__/faults/connections.test.ts',
   '__tests__/faults/synchronizer-budgets.test.ts',
@@ -59,7 +59,12 @@ const config: Config = {
     {
       ...common,
       displayName: 'standalone',
-      testMatch: ['<rootDir>/__tests__/*.test.ts'],
+      // The files at the root of __tests__ and those of the folders that mirror src/; cluster/ and
+      // faults/ run apart (the cluster project, npm run test:faults).
+      testMatch: [
+        '<rootDir>/__tests__/*.test.ts',
+        '<rootDir>/__tests__/{client,leases,locks,otel,ownership,protocol,redis,synchronizers,waiting}/*.test.ts',
+      ],
     },
     {
       ...common,

@@ -16,7 +16,7 @@ const FOUND: Array<{ seed: number; what: string }> = [
   { seed: 87, what: 'latch await(76): the read after an unconfirmed SUBSCRIBE took another slack' },
   // A writer of a writer-preferring lock aborted while its first attempt was on its way left its
   // place behind: readers waited on a free lock until the place expired (also a scenario test on a
-  // real server: read-write-aborted-writer.test.ts).
+  // real server: locks/read-write-aborted-writer.test.ts).
   { seed: 1600, what: 'an aborted writer left its place: readers slept on a free lock' },
   // A channel's state was forgotten when an UNSUBSCRIBE sent to a paused server settled, though a
   // SUBSCRIBE and another UNSUBSCRIBE were queued behind it: a new state's SUBSCRIBE went out first
@@ -27,7 +27,7 @@ const FOUND: Array<{ seed: number; what: string }> = [
   { seed: 197, what: 'latch await: the subscription after a reconnect had its budget twice' },
   // A copy of a fair release (its reply lost, ioredis sent it again) found the answer of the first
   // run in its latch, took it for its own and handed the lock on a second time, while the waiter it
-  // first went to held it: two holders (also release-copies.test.ts, on a real server).
+  // first went to held it: two holders (also locks/release-copies.test.ts, on a real server).
   { seed: 34, what: 'fair: a re-sent release handed the lock on twice' },
 ];
 

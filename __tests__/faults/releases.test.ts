@@ -3,7 +3,7 @@ import { reportFault } from '../helpers/report';
 import { useRedis } from '../helpers/setup';
 import { eventually, sleep, timed } from '../helpers/wait';
 
-// Jest's sandbox lacks Node's Symbol.asyncDispose: installed as a polyfill would (see lock-hold.test.ts).
+// Jest's sandbox lacks Node's Symbol.asyncDispose: installed as a polyfill would (see __tests__/locks/lock-hold.test.ts).
 (Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for('Symbol.asyncDispose');
 
 /**

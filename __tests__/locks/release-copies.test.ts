@@ -1,0 +1,102 @@
+import {
+  fairLockKeys,
+  holdLatchBase,
+  holdMarkField,
+  lockKeys,
+  lockWaitersKey,
+} from '../../src/protocol/keys';
+import { LUA_SCRIPTS } from '../../src/protocol/lua.generated';
+import { useRedis } from '../helpers/setup';
+
+/**
+ * A copy of a release (ioredis re-sends a command whose reply a reconnect lost) answers as the
+ * release did and changes nothing more, even when the lock has changed hands since. Found by the
+ * simulation (seed 34 of __tests__/simulation-regressions.test.ts): a re-sent fair release, remembered
+ * by its latch as "freed", handed the lock on a second time while the waiter it went to held it.
+ */
+describe('a re-sent copy of a release', () => {
+  const redis = useRedis();
+  const script = (name: string): string => LUA_SCRIPTS[name] as string;
+
+  /** The server's clock, in ms. */
+  async function serverMs(): Promise<number> {
+    const [seconds, micros] = await redis.admin().time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  test('of a fair lock hands it on once: the waiter it went to keeps it alone', async () => {
+    const admin = redis.admin();
+    const keys = fairLockKeys('copied-fair');
+    const now = await serverMs();
+    // A holds the lock by a hand-off it has not confirmed (a hold without a mark); B and C wait.
+    await admin.hset(keys.lock, 'A', '1');
+    await admin.pexpire(keys.lock, 30_000);
+    for (const owner of ['B', 'C']) {
+      await admin.rpush(keys.queue, owner);
+      await admin.zadd(keys.deadlines, now + 30_000, owner);
+    }
+    const latch = `${holdLatchBase('copied-fair')}:A:1`;
+    // A's release of any one hold of its own, inside a window of 10 s.
+    const release = (): Promise<unknown> =>
+      admin.eval(
+        script('fair/release.lua'),
+        8,
+        keys.lock,
+        keys.queue,
+        keys.deadlines,
+        keys.marker,
+        keys.channels,
+        keys.redissonQueue,
+        keys.redissonTimeouts,
+        latch,
+        'A',
+        30_000,
+        1_000,
+        String(now + 10_000),
+        holdMarkField('A:1'),
+        'publish',
+      );
+    expect(await release()).toBe(3);
+    expect(await admin.hgetall(keys.lock)).toEqual({ B: '1' });
+    // The copy: freed, as the release said, and B still the only holder, C still waiting.
+    expect(await release()).toBe(1);
+    expect(await admin.hgetall(keys.lock)).toEqual({ B: '1' });
+    expect(await admin.lrange(keys.queue, 0, -1)).toEqual(['B', 'C']);
+  });
+
+  test('of a lock wakes no second waiting client', async () => {
+    const admin = redis.admin();
+    const { lock, channel } = lockKeys('copied');
+    const waiters = lockWaitersKey('copied');
+    const now = await serverMs();
+    await admin.hset(lock, 'A', '1');
+    await admin.pexpire(lock, 30_000);
+    // Two clients wait, each heard on a channel of its own.
+    const listener = redis.server().connect();
+    const heard: string[] = [];
+    listener.on('message', (heardOn: string) => heard.push(heardOn));
+    await listener.subscribe('first-client', 'second-client');
+    await admin.zadd(waiters, now, 'p:first-client', now + 1, 'p:second-client');
+    const latch = `${holdLatchBase('copied')}:A:1`;
+    const release = (): Promise<unknown> =>
+      admin.eval(
+        script('lock/release.lua'),
+        4,
+        lock,
+        channel,
+        latch,
+        waiters,
+        'A',
+        30_000,
+        'publish',
+        String(now + 10_000),
+        holdMarkField('A:1'),
+      );
+    expect(await release()).toBe(3);
+    expect(await release()).toBe(1);
+    await admin.ping();
+    await listener.ping();
+    expect(heard).toEqual(['first-client']);
+    listener.disconnect();
+  });
+});
