@@ -1,17 +1,17 @@
-import { DEBUG, debug, type RedisErrorReport } from '../events';
-import type { FairWaiter, FairWaiters } from '../waiting/fair-waiters';
+import type { FairWaiters } from '../waiting/fair-waiters';
 import type { HoldBook, HeldLock } from '../ownership/hold-book';
 import type { RedisConnection } from '../redis/connection';
 import type { RedisCalls } from '../redis/redis-calls';
-import {
-  HANDED_ON,
-  refreshFairPlaces,
-  renewLocks,
-  renewReadWriteLocks,
-  type PublishCommand,
-} from '../protocol/scripts';
 import { hashSlot } from '../redis/slots';
 import { STALL_MS } from '../util/timing';
+import { FairPlaces } from './fair-places';
+import { LockLeases, renewExclusiveLocks, renewReadWriteHolds } from './lock-leases';
+import { groupBy, type RenewalContext, type WatchdogOptions } from './renewal-context';
+
+export type { WatchdogOptions } from './renewal-context';
+
+/** How soon a failed renewal is tried again, at most. */
+const RETRY_MS = 1_000;
 
 /**
  * One timer per client keeps alive what the client has in Redis: the leases of locks it holds
@@ -19,42 +19,15 @@ import { STALL_MS } from '../util/timing';
  * batched script calls (at most `batchSize` locks or places each; on a cluster, one slot per call,
  * since a script may only touch the keys of one slot).
  *
+ * The watchdog is the one scheduler; what each kind sends is its renewal task's (lock-leases.ts:
+ * exclusive locks, read-write locks; fair-places.ts: fair waiters' places), as Redisson keeps one
+ * renewal task per kind beside one scheduler.
+ *
  * A lease is renewed every third of `timeout`, a place every third of `waiterTimeout`. Through
  * transient errors the timer keeps trying, more often, until a lease could have expired; then, or
  * as soon as Redis refuses a renewal (the hold is gone), the loss is reported instead of passing in
  * silence.
  */
-export interface WatchdogOptions {
-  /** The lease given to watchdog locks, in ms. */
-  timeout: number;
-  /** How long a fair-lock waiter's place lives without a refresh, in ms. */
-  waiterTimeout: number;
-  /** How long a hand-off that a refresh makes (of a free lock) waits to be confirmed, in ms. */
-  handoffTimeout: number;
-  batchSize: number;
-  /** Whether a batch must keep to one cluster slot. */
-  groupBySlot: boolean;
-  /** How Redisson's waiters are told (a refresh may hand a free lock to one of them). */
-  publishCommand(): PublishCommand | Promise<PublishCommand>;
-  /** A refresh handed fair lock `name` to a waiter: the client watches that hand-off. */
-  handedOn(name: string): void;
-  /** Told of every failed renewal or refresh (they are retried). */
-  report(report: RedisErrorReport): void;
-  /** The connection's ioredis keyPrefix: slots are those of the prefixed keys. */
-  keyPrefix: string;
-  /** Keeps the client's entry (see ClientRegistry) alive at least this many ms, while it holds or waits. */
-  keepAnnounced(ms: number): void;
-  /**
-   * Runs fn in the client's own async scope. The timer reschedules itself for as long as anything
-   * is held; started in a caller's scope, it would keep that caller's AsyncLocalStorage stores
-   * (its task, a request's context) alive all that time.
-   */
-  inClientScope<T>(fn: () => T): T;
-}
-
-/** How soon a failed renewal is tried again, at most. */
-const RETRY_MS = 1_000;
-
 export class Watchdog {
   private timer?: NodeJS.Timeout;
   /** performance.now() time at which the pending timer is due. */
@@ -63,15 +36,27 @@ export class Watchdog {
   private lastTick = { dueAt: 0, firedAt: 0 };
   private stopped = false;
   private readonly period: number;
+  private readonly exclusiveLeases: LockLeases;
+  private readonly readWriteLeases: LockLeases;
+  private readonly fairPlaces: FairPlaces;
 
   constructor(
-    private readonly calls: RedisCalls,
-    private readonly redis: RedisConnection,
+    calls: RedisCalls,
+    redis: RedisConnection,
     private readonly book: HoldBook,
     private readonly waiters: FairWaiters,
     private readonly options: WatchdogOptions,
   ) {
     this.period = Math.min(options.timeout, options.waiterTimeout) / 3;
+    const context: RenewalContext = {
+      calls,
+      redis,
+      options,
+      reportRetry: (names, operation, error) => this.reportRetry(names, operation, error),
+    };
+    this.exclusiveLeases = new LockLeases(context, book, renewExclusiveLocks);
+    this.readWriteLeases = new LockLeases(context, book, renewReadWriteHolds);
+    this.fairPlaces = new FairPlaces(context, waiters);
   }
 
   /** Called whenever a watchdog hold is taken or a waiter queues; starts the timer if idle. */
@@ -185,12 +170,12 @@ export class Watchdog {
       ...this.batches(
         due.filter((entry) => entry.preference === undefined),
         (entry) => entry.name,
-      ).map((batch) => this.renew(batch)),
+      ).map((batch) => this.exclusiveLeases.renew(batch)),
       ...this.batches(
         due.filter((entry) => entry.preference !== undefined),
         (entry) => entry.name,
-      ).map((batch) => this.renew(batch, true)),
-      ...this.batches(places, (waiter) => waiter.keys.lock).map((batch) => this.refresh(batch)),
+      ).map((batch) => this.readWriteLeases.renew(batch)),
+      ...this.batches(places, (waiter) => waiter.keys.lock).map((batch) => this.fairPlaces.refresh(batch)),
     ]);
     this.schedule(this.untilNextTick(this.period, leasesEnd));
     const allRenewed = (await results).every(Boolean);
@@ -222,122 +207,6 @@ export class Watchdog {
     return remaining <= (this.options.timeout * 2) / 3 + this.period / 2;
   }
 
-  /** Resolves false when the batch could not be sent or answered (a transient failure). */
-  /** `readWrite`: a batch of read-write lock holds (see renewCall). */
-  private async renew(batch: HeldLock[], readWrite = false): Promise<boolean> {
-    const sentAt = performance.now();
-    for (const entry of batch) entry.renewing = true;
-    if (DEBUG) debug('renew %d lock(s): %s', batch.length, batchName(batch.map((entry) => entry.name)));
-    // Redis renewed from no earlier than sentAt: the leases it renewed last that long.
-    const extend = (renewed: number[]): void =>
-      batch.forEach((entry, i) => {
-        if (renewed[i] === 1 && this.book.isCurrent(entry) && entry.byWatchdog) {
-          entry.leaseEnd = Math.max(entry.leaseEnd, sentAt + this.options.timeout);
-          entry.renewalError = undefined;
-        }
-      });
-    // Whenever its answer comes: also after the call gave up on it, and after its fate was written
-    // off as unknown (a slow server's answer to a script it had to be sent in full, after NOSCRIPT,
-    // takes two round trips). The lease is judged when it ends, and a late answer that came by then
-    // keeps it; one that never comes (a partition) does not hold the judgement up.
-    const send = (): Promise<number[]> => {
-      const sent = this.renewCall(batch, readWrite);
-      sent.then(extend, () => undefined);
-      return sent;
-    };
-    try {
-      const renewed = await this.calls.run(batchName(batch.map((entry) => entry.name)), 'renew', send);
-      batch.forEach((entry, i) => {
-        if (!this.book.isCurrent(entry) || !entry.byWatchdog) return;
-        if (renewed[i] !== 1) {
-          this.book.lose(
-            entry,
-            'renewal-refused',
-            'Redis refused to renew it: the hold was released, expired or deleted',
-          );
-        }
-      });
-      return true;
-    } catch (error) {
-      for (const entry of batch) entry.renewalError = error;
-      this.reportRetry(
-        batch.map((entry) => entry.name),
-        'renew',
-        error,
-      );
-      return false;
-    } finally {
-      for (const entry of batch) entry.renewing = false;
-    }
-  }
-
-  /**
-   * One renewal call. A read-write lock's holds go through their own script: a read hold's timeout
-   * keys are renewed with its hash, and either half keeps the name's writer preference as long as
-   * the hash (see lua/rwlock/renew.lua).
-   */
-  private renewCall(batch: HeldLock[], readWrite: boolean): Promise<number[]> {
-    const { timeout } = this.options;
-    if (!readWrite)
-      return renewLocks(
-        this.redis,
-        batch.map((entry) => entry.name),
-        [timeout, ...batch.map((entry) => entry.ownerId)],
-      );
-    return renewReadWriteLocks(
-      this.redis,
-      batch.flatMap((entry) => [entry.name, entry.readTimeouts ?? entry.name, entry.preference as string]),
-      [timeout, ...batch.flatMap((entry) => [entry.ownerId, entry.readTimeouts === undefined ? 'w' : 'r'])],
-    );
-  }
-
-  /**
-   * Keeps queued waiters' places; a waiter whose place is gone, or whose hand-off it may not know
-   * of (pending, or passed over), tries again at once. The batch is sent lock by lock (see
-   * batches()): each lock's keys go once, followed by its waiters.
-   */
-  private async refresh(batch: FairWaiter[]): Promise<boolean> {
-    const keys: string[] = [];
-    const owners: Array<string | number> = [];
-    /** The waiters in the order of the answers. */
-    const sent: FairWaiter[] = [];
-    /** The locks, by name, in the order of the answers that follow the waiters'. */
-    const names: string[] = [];
-    for (const [, waiters] of groupBy(batch, (waiter) => waiter.keys.lock)) {
-      names.push((waiters[0] as FairWaiter).name);
-      const { lock, queue, deadlines, marker, channels, redissonQueue, redissonTimeouts } = (
-        waiters[0] as FairWaiter
-      ).keys;
-      keys.push(lock, queue, deadlines, marker, channels, redissonQueue, redissonTimeouts);
-      owners.push(waiters.length, ...waiters.map((waiter) => waiter.ownerId));
-      sent.push(...waiters);
-    }
-    try {
-      const kept = await this.calls.run(batchName(batch.map((waiter) => waiter.name)), 'refresh', async () =>
-        refreshFairPlaces(this.redis, keys, [
-          this.options.waiterTimeout,
-          this.options.handoffTimeout,
-          await this.options.publishCommand(),
-          ...owners,
-        ]),
-      );
-      sent.forEach((waiter, i) => {
-        if (kept[i] !== 1) this.waiters.recheck(waiter);
-      });
-      names.forEach((name, j) => {
-        if (kept[sent.length + j] === HANDED_ON) this.options.handedOn(name);
-      });
-      return true;
-    } catch (error) {
-      this.reportRetry(
-        batch.map((waiter) => waiter.name),
-        'refresh',
-        error,
-      );
-      return false;
-    }
-  }
-
   private reportRetry(names: string[], operation: string, error: unknown): void {
     if (this.stopped) return;
     const retryInMs = Math.min(RETRY_MS, this.period);
@@ -359,22 +228,4 @@ export class Watchdog {
     }
     return result;
   }
-}
-
-/** Items by key, in the order each key first appears. */
-function groupBy<T, K>(items: T[], keyOf: (item: T) => K): Map<K, T[]> {
-  const groups = new Map<K, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
-}
-
-/** How a batch is named in its errors: its one lock, or its first and how many more. */
-function batchName(names: string[]): string {
-  const distinct = [...new Set(names)];
-  return distinct.length === 1 ? (distinct[0] as string) : `${distinct[0]} (+${distinct.length - 1} more)`;
 }
