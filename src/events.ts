@@ -73,7 +73,6 @@ export interface ReleasedEvent {
   freed: boolean;
 }
 
-/** Emitted when a lease this client held is gone while it was still held. */
 /** Redis failed something rlock keeps trying by itself (see the client's 'redisError' event). */
 export interface RedisErrorReport {
   /** The lock (or, for a subscription, the channel) it was for. */
@@ -84,6 +83,7 @@ export interface RedisErrorReport {
   retryInMs?: number;
 }
 
+/** Emitted when a lease this client held is gone while it was still held. */
 export interface LockLostEvent {
   name: string;
   /** The owner that held it: `<clientId>:<ownerNumber>`, or an explicit owner id. */
