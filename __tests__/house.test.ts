@@ -23,7 +23,7 @@ function importsOf(file: string): string[] {
     .map(({ fileName }) => fileName)
     .filter((name) => name.startsWith('.'))
     .map((name) => resolveSource(resolve(dirname(file), name)))
-    .filter((path): path is string => path !== undefined);
+    .filter((path): path is string => path !== undefined && path.startsWith(`${SRC}/`));
 }
 
 function resolveSource(path: string): string | undefined {
@@ -74,13 +74,46 @@ function cycles(graph: Map<string, string[]>): string[][] {
 
 const files = sourceFiles(SRC).filter((file) => !file.endsWith('.generated.ts'));
 
+/** The layers of src/README.md, lowest first: a room imports only from its own and lower ones. */
+const LAYERS = [
+  ['util'],
+  ['errors.ts'],
+  ['events.ts'],
+  ['redis'],
+  ['protocol'],
+  ['ownership'],
+  ['waiting'],
+  ['leases'],
+  ['context.ts'],
+  ['locks', 'synchronizers'],
+  ['client'],
+  ['index.ts', 'otel'],
+  ['cli'],
+];
+
+/** A file's room: its folder under src/, or the file itself at the root. */
+function roomOf(file: string): string {
+  return relative(SRC, file).split('/')[0] as string;
+}
+
+function layerOf(room: string): number {
+  const layer = LAYERS.findIndex((rooms) => rooms.includes(room));
+  if (layer < 0) throw new Error(`src/${room} is in no layer of src/README.md`);
+  return layer;
+}
+
+/** Within a room, or to a lower layer: two rooms of one layer do not import each other. */
+function pointsDown(file: string, target: string): boolean {
+  return roomOf(file) === roomOf(target) || layerOf(roomOf(target)) < layerOf(roomOf(file));
+}
+
 describe('the layout of src/', () => {
   test('no import cycle, type-only imports counted', () => {
     const graph = new Map(files.map((file) => [file, importsOf(file)]));
     expect(cycles(graph)).toEqual([]);
   });
 
-  test('the checker finds a cycle, type-only included', () => {
+  test('the checkers find a cycle and an import that points up, type-only included', () => {
     const [a, b, c] = ['x/a.ts', 'x/b.ts', 'x/c.ts'].map((file) => join(SRC, file)) as [
       string,
       string,
@@ -92,12 +125,24 @@ describe('the layout of src/', () => {
       [c, [a]],
     ]);
     expect(cycles(graph)).toEqual([['x/a.ts', 'x/b.ts', 'x/c.ts']]);
+    expect(pointsDown(join(SRC, 'redis/resend.ts'), join(SRC, 'waiting/acquire-or-wait.ts'))).toBe(false);
+    expect(pointsDown(join(SRC, 'locks/fair-lock.ts'), join(SRC, 'synchronizers/base.ts'))).toBe(false);
+    expect(pointsDown(join(SRC, 'waiting/x.ts'), join(SRC, 'redis/y.ts'))).toBe(true);
     const typeOnly = ts.preProcessFile(
       "import type { A } from './a';\nexport type { B } from './b';",
       true,
       true,
     );
     expect(typeOnly.importedFiles.map(({ fileName }) => fileName)).toEqual(['./a', './b']);
+  });
+
+  test('imports point only down the layers of src/README.md, type-only imports included', () => {
+    const up = files.flatMap((file) =>
+      importsOf(file)
+        .filter((target) => !pointsDown(file, target))
+        .map((target) => `${relative(SRC, file)} -> ${relative(SRC, target)}`),
+    );
+    expect(up).toEqual([]);
   });
 
   test('at most eight files at the root of src/: the rest lives in the folder of its concern', () => {

@@ -1,7 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { debuglog } from 'node:util';
 import { ClientClosedError, type LockLostCode } from './errors';
-import type { WakeSource } from './waiting/acquire-or-wait';
 
 /**
  * The LockClient's events, and the one place that builds them. The lock path asks `observes()`
@@ -276,24 +275,4 @@ export class LockEvents {
     if (error !== undefined) event.error = asError(error);
     emitSafely(this.emitter, 'notAcquired', event);
   }
-}
-
-/** The wake source of one wait, with a debug line for each sleep and wake-up (NODE_DEBUG=rlock). */
-export async function debugWakeSource(
-  name: string,
-  ownerId: string,
-  opened: Promise<WakeSource>,
-): Promise<WakeSource> {
-  const source = await opened;
-  debug('lock %s: %s listens for releases', name, ownerId);
-  return {
-    sleep: async (ms, signal) => {
-      debug('lock %s: %s waits up to %d ms', name, ownerId, Math.round(ms));
-      const reason = await source.sleep(ms, signal);
-      debug('lock %s: %s woke (%s)', name, ownerId, reason);
-      return reason;
-    },
-    interrupt: () => source.interrupt(),
-    release: () => source.release(),
-  };
 }

@@ -68,7 +68,9 @@ describe('spin lock on a server without pub/sub', () => {
     const { client, events } = watchedClient();
     const holder = client.getSpinLock('spin-wait');
     await holder.lock();
-    const waiting = timed(client.getSpinLock('spin-wait').tryLock(10_000));
+    // Kept, and released at the end: a handle garbage-collected while it holds is reported orphaned.
+    const waiter = client.getSpinLock('spin-wait');
+    const waiting = timed(waiter.tryLock(10_000));
     await sleep(300);
     await holder.unlock();
     const { value, ms } = await waiting;
@@ -84,6 +86,7 @@ describe('spin lock on a server without pub/sub', () => {
     setTimeout(() => controller.abort(new Error('enough')), 100);
     await expect(aborted).rejects.toThrow('enough');
     expect(await holder.getHoldCount()).toBe(0);
+    await waiter.unlock();
     expect(subscriberConnections()).toEqual([]);
     expect(events).toEqual([]);
   });
@@ -99,10 +102,13 @@ describe('spin lock on a server without pub/sub', () => {
   test('forceUnlock deletes a held lock, and a waiter takes it', async () => {
     const { client, events } = watchedClient();
     await client.getSpinLock('spin-force').lock();
-    const waiting = timed(client.getSpinLock('spin-force').tryLock(10_000));
+    // Kept, and released at the end: a handle garbage-collected while it holds is reported orphaned.
+    const waiter = client.getSpinLock('spin-force');
+    const waiting = timed(waiter.tryLock(10_000));
     await sleep(100);
     expect(await client.getSpinLock('spin-force').forceUnlock()).toBe(true);
     expect((await waiting).value).toBe(true);
+    await waiter.unlock();
     expect(await client.getSpinLock('spin-free').forceUnlock()).toBe(false);
     expect(subscriberConnections()).toEqual([]);
     // The holder is told it lost the lock; nothing else happened.
@@ -134,8 +140,10 @@ describe('spin lock on a server without pub/sub', () => {
     expect(await client.getSpinLock('spin-remote').tryLock(300)).toBe(false);
     const killedAt = performance.now();
     holder.child.kill('SIGKILL');
-    expect(await client.getSpinLock('spin-remote').tryLock(5_000)).toBe(true);
+    const taker = client.getSpinLock('spin-remote');
+    expect(await taker.tryLock(5_000)).toBe(true);
     expect(performance.now() - killedAt).toBeLessThan(1_000 + 1_000);
+    await taker.unlock();
 
     const workers = [0, 1].map(() =>
       startWorker([port, 'counter', 'spin-count', '15'], { LOCK_KIND: 'spin' }),

@@ -8,7 +8,7 @@
               it handed the lock to the next waiter (see fair/settle.lua)
 
   A hand-off not confirmed yet is a hold like any other: its client may be running the body of the
-  wait it answered already (the confirmation follows, see BaseLock.confirmSoon). It goes with the
+  wait it answered already (the confirmation follows, see AcquiringLock.confirmSoon). It goes with the
   lock, and its owner's place with it: the lock goes to the waiter behind, and the confirmation, if
   one comes, finds the hand-off lost (its client is told the lock was lost).
 ]]

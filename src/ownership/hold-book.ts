@@ -293,7 +293,7 @@ export class HoldBook {
     return ended === 'release-unanswered' ? undefined : ended;
   }
 
-  /** The owner's last release of `name` was not answered; it is being sent again (see redis/resend.ts). */
+  /** The owner's last release of `name` was not answered; it is being sent again (see protocol/resend.ts). */
   releaseUnanswered(name: string, ownerId: string): void {
     this.remember(bookKey(name, ownerId), 'release-unanswered');
   }

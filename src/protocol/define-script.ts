@@ -5,7 +5,7 @@ import type { RedisConnection } from '../redis/connection';
 
 /**
  * How every script of lua/ is called (protocol/scripts/ has one typed function per script, one
- * file per lua/ folder). A script goes out as EVALSHA of its digest and, when
+ * file per kind of object). A script goes out as EVALSHA of its digest and, when
  * the server does not know it, again as EVAL of its text (so SCRIPT FLUSH, a restart or a failover
  * is survived): as a plain command on an ioredis connection (see sendsDirectly), otherwise through
  * a command registered once per connection with defineCommand, which does the same. The digest

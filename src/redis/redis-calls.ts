@@ -41,7 +41,7 @@ export interface CallLimits<T, R = T> {
   resendUntil?: number;
   /**
    * What goes on in the background instead of sending the same command again until resendUntil:
-   * a change that settles its request and makes a new one if need be (see changeOnce in resend.ts).
+   * a change that settles its request and makes a new one if need be (see changeOnce in protocol/resend.ts).
    */
   sendAgain?: () => Promise<Resent<T>>;
   /**
@@ -84,6 +84,12 @@ export type Fate<T> = { ran: true; value: T } | { ran: 'unknown' };
  */
 export type Resent<T> = { answered: true; value: T; byCopy: boolean } | { answered: false; error: unknown };
 
+/** What one step of a wait may take: its budget in ms, and the signal that ends it. */
+export interface StepLimits {
+  budget: number;
+  signal?: AbortSignal;
+}
+
 /**
  * One waiter's calls. A waiter whose attempt went unanswered (a paused server) sends its next
  * attempt only after that one is answered, instead of stacking attempts that would all run when
@@ -113,7 +119,7 @@ export interface CallHooks {
   onLate?(): void;
 }
 
-/** A script's answer to a copy of a request that reached Redis after its window (see resend.ts). */
+/** A script's answer to a copy of a request that reached Redis after its window (see protocol/resend.ts). */
 export function isLate(error: unknown): boolean {
   return error instanceof RedisReplyError && error.replyCode === 'LATE';
 }
@@ -152,7 +158,7 @@ export class RedisCalls {
   }
 
   /**
-   * sendUntilAnswered's loop (see resend.ts): here, so that a call can start it by itself. Nobody
+   * sendUntilAnswered's loop (see protocol/resend.ts): here, so that a call can start it by itself. Nobody
    * waits for it, so what it cannot settle is reported: a refusal (a LATE copy took no effect), or
    * no answer before `stopAt`. The caller that started it (see CallLimits.onResent) learns what
    * came of it.

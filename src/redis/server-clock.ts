@@ -1,7 +1,7 @@
 import type { RedisConnection } from './connection';
 import type { RedisCalls } from './redis-calls';
 import type { ReconnectCounter } from './reconnect-counter';
-import type { StepLimits } from '../waiting/acquire-or-wait';
+import type { StepLimits } from './redis-calls';
 
 /** How long one reading of the server's clock is trusted before it is read again (in the background). */
 const READ_AGAIN_MS = 60_000;

@@ -10,7 +10,7 @@ import {
   windowLength,
   type Change,
   type RequestWindow,
-} from '../redis/resend';
+} from '../protocol/resend';
 import { trySetSemaphorePermits, type PublishCommand } from '../protocol/scripts';
 import { closedFor } from '../errors';
 import { checkLockName } from '../util/validate';

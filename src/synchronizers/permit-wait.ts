@@ -1,6 +1,6 @@
 import type { LockContext } from '../context';
 import type { Fate } from '../redis/redis-calls';
-import type { RequestWindow } from '../redis/resend';
+import type { RequestWindow } from '../protocol/resend';
 import { acquireOrWait, type StepLimits, type WakeSource } from '../waiting/acquire-or-wait';
 
 /**

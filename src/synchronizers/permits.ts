@@ -3,7 +3,7 @@ import { runHeld } from '../util/run-held';
 import type { LockContext } from '../context';
 import { Frame } from '../ownership/owner';
 import { onAbort } from '../util/abort';
-import { releasedOrResent } from '../redis/resend';
+import { releasedOrResent } from '../protocol/resend';
 import { checkCount, checkKnownKeys, checkOptionsObject, checkSignal, checkWaitTime } from '../util/validate';
 import type { PermitsHeld, PermitWaitOptions } from './types';
 

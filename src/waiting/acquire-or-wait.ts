@@ -1,4 +1,5 @@
 import { RedisUnavailableError } from '../errors';
+import type { StepLimits } from '../redis/redis-calls';
 import { connectionGaveUp, isPassing } from '../redis/redis-calls';
 import { pauseFor, retryPause, sharedDelay } from '../util/timing';
 
@@ -59,10 +60,7 @@ export interface WakeSource {
 }
 
 /** What one call of the loop may take: until `budget` ms, and settled at once by the signal. */
-export interface StepLimits {
-  budget: number;
-  signal?: AbortSignal;
-}
+export type { StepLimits } from '../redis/redis-calls';
 
 export interface AcquirePlan {
   /**

@@ -1,6 +1,7 @@
 import { closedFor } from '../../errors';
 import type { Hold, LockClass } from '../../ownership/hold-book';
-import { DEBUG, debugWakeSource } from '../../events';
+import { DEBUG } from '../../events';
+import { debugWakeSource } from '../../waiting/debug-wake-source';
 import type { GateEntry } from '../../ownership/owner-gates';
 import type { SiblingWait } from '../../waiting/sibling-waits';
 import { parseLockArguments, parseTryLockArguments } from '../../util/validate';

@@ -11,7 +11,7 @@ export interface Acquired {
   token?: number;
 }
 
-/** What an acquisition asks of the lock it takes (BaseLock). */
+/** What an acquisition asks of the lock it takes (AcquiringLock). */
 export interface AttemptTarget {
   readonly name: string;
   readonly kind: LockKind;

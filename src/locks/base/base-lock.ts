@@ -2,7 +2,7 @@ import { ClientClosedError, LockTimeoutError } from '../../errors';
 import type { Hold } from '../../ownership/hold-book';
 import { onAbort } from '../../util/abort';
 import { currentTask, Frame, runAsHandle, runInFrame } from '../../ownership/owner';
-import { isReleaseUnanswered } from '../../redis/resend';
+import { isReleaseUnanswered } from '../../protocol/resend';
 import { parseLockOptions } from '../../util/validate';
 import { lockHold } from './lock-hold';
 import type { Held, LockHold, RLock, WithLockOptions } from '../types';
@@ -12,10 +12,9 @@ import { AcquiringLock } from './acquiring-lock';
 export { newHandleOwner, type HandleOwner } from './lock-handle';
 
 /**
- * Everything the lock kinds share: argument rules, who the owner is, the book of holds, the wait
- * loop, withLock. A kind supplies its protocol: how one attempt, one release and a forced delete
- * run in Redis, and where its waiters' wake-ups come from. This last layer runs bodies (withLock,
- * hold), answers the queries, and is what a group lock asks of its members.
+ * The class every lock kind extends, the last of four layers (see LockHandle for what a kind
+ * supplies): it runs bodies (withLock, hold), answers the queries, and is what a group lock asks
+ * of its members.
  */
 export abstract class BaseLock extends AcquiringLock implements RLock {
   async isLocked(): Promise<boolean> {
@@ -110,7 +109,7 @@ export abstract class BaseLock extends AcquiringLock implements RLock {
   /**
    * withLock's release: its own hold (not whatever is newest), then the replica check. `afterWork`:
    * the body did its work, and a release that went unanswered (it goes on in the background, see
-   * releasedOrResent in redis/resend.ts) does not fail it; there is nothing for replicas to have then.
+   * releasedOrResent in protocol/resend.ts) does not fail it; there is nothing for replicas to have then.
    */
   protected async releaseOwn(owner: string, hold: Hold, afterWork = false): Promise<void> {
     if (this.context.closed.aborted) {

@@ -4,7 +4,7 @@ import type { LockKind as EventKind } from '../../events';
 import { holdLatchBase, holdMarkField, homeSlot } from '../../protocol/keys';
 import { currentTask, Frame, nextOwnerNumber, ownerIdOf } from '../../ownership/owner';
 import type { CallLimits, Resent } from '../../redis/redis-calls';
-import { callUntilAnswered, sendUntilAnswered } from '../../redis/resend';
+import { callUntilAnswered, sendUntilAnswered } from '../../protocol/resend';
 import {
   RELEASED_AND_HANDED_ON,
   renewLocks,

@@ -1,4 +1,4 @@
-import { releasedOrResent } from '../../redis/resend';
+import { releasedOrResent } from '../../protocol/resend';
 import type { LockHold } from '../types';
 
 /**

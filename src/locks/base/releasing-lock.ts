@@ -9,7 +9,7 @@ import {
   windowLength,
   type Change,
   type RequestWindow,
-} from '../../redis/resend';
+} from '../../protocol/resend';
 import type { ReleaseAnswer } from '../../protocol/scripts';
 import { LockHandle } from './lock-handle';
 

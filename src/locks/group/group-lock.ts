@@ -11,7 +11,7 @@ import type { LockEvents } from '../../events';
 import type { LostLease } from '../../ownership/hold-book';
 import { Frame, runInCurrentOrNewTask, runInFrame } from '../../ownership/owner';
 import { isPassing } from '../../redis/redis-calls';
-import { releasedOrResent } from '../../redis/resend';
+import { releasedOrResent } from '../../protocol/resend';
 import { pauseFor, retryPause } from '../../util/timing';
 import {
   parseLockArguments,

@@ -1,5 +1,5 @@
 /**
- * One typed function per Lua script in lua/, one file per lua/ folder; how each is sent is in
+ * One typed function per Lua script in lua/, one file per kind of object (the fenced lock's script with the lock's); how each is sent is in
  * ../define-script.ts.
  */
 export type { PublishCommand, ReleaseAnnouncement, Script } from '../define-script';

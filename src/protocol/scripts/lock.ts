@@ -29,7 +29,7 @@ export const RELEASED_AND_HANDED_ON = 3;
 
 /**
  * A release script's answer: 1 free, 0 still held by the owner, null the hold was gone, or
- * RELEASED_AND_HANDED_ON (see BaseLock.releaseAnswered).
+ * RELEASED_AND_HANDED_ON (see LockHandle.releaseAnswered).
  */
 export type ReleaseAnswer = 0 | 1 | typeof RELEASED_AND_HANDED_ON | null;
 

@@ -1,11 +1,11 @@
-import { isPassing } from './call-errors';
+import { isPassing } from '../redis/call-errors';
 import { RedisUnavailableError } from '../errors';
-import type { RedisConnection } from './connection';
-import { isLate, type RedisCalls, type Resent } from './redis-calls';
-import { settleRequest } from '../protocol/scripts';
-import type { ServerClock } from './server-clock';
+import type { RedisConnection } from '../redis/connection';
+import { isLate, type RedisCalls, type Resent } from '../redis/redis-calls';
+import { settleRequest } from './scripts';
+import type { ServerClock } from '../redis/server-clock';
 import { retryPause, sharedDelay } from '../util/timing';
-import type { StepLimits } from '../waiting/acquire-or-wait';
+import type { StepLimits } from '../redis/redis-calls';
 
 /**
  * Commands whose outcome must be learned: a release, a withdrawal, a count that changes. Each
