@@ -1,5 +1,5 @@
 import { LockClient, LUA_SCRIPTS } from './sim/library';
-import { TeeConnection } from './sim/agreement/tee';
+import { TeeClock, TeeConnection } from './sim/agreement/tee';
 import { agreementWorkload } from './sim/agreement/workload';
 import { toBytes } from './sim/redis/bytes';
 import { sha1 } from './sim/redis/lua';
@@ -27,8 +27,9 @@ describe('the simulated Redis agrees with redis-server', () => {
   });
 
   test('on the replies and the keyspace of every command the library sends', async () => {
-    const sim = new SimRedis('sim', () => Math.round((performance.timeOrigin + performance.now()) * 1000));
-    const tee = new TeeConnection(server.connect(), server.connect(), sim);
+    const clock = new TeeClock();
+    const sim = new SimRedis('sim', clock.micros);
+    const tee = new TeeConnection(server.connect(), server.connect(), sim, clock);
     const client = new LockClient(tee as never, {
       watchdogTimeout: 1_000,
       commandTimeout: 2_000,
@@ -55,9 +56,10 @@ describe('the simulated Redis agrees with redis-server', () => {
 
   // The comparison can fail: a simulated server whose scripts write one mark differently disagrees.
   test('reports a simulated server that runs a script differently', async () => {
-    const sim = new SimRedis('sim', () => Math.round((performance.timeOrigin + performance.now()) * 1000));
+    const clock = new TeeClock();
+    const sim = new SimRedis('sim', clock.micros);
     sim.scriptText = (text) => text.split("'a', -2)").join("'b', -2)");
-    const tee = new TeeConnection(server.connect(), server.connect(), sim);
+    const tee = new TeeConnection(server.connect(), server.connect(), sim, clock);
     const client = new LockClient(tee as never);
     const lock = client.getLock('control');
     await lock.lock();

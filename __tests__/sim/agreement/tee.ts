@@ -72,6 +72,31 @@ function sameState(real: KeyState, sim: KeyState): boolean {
 
 type Arg = string | number | Arg[];
 
+/** Now, in microseconds since the epoch, as the real server's TIME reads it on this machine. */
+function nowMicros(): number {
+  return Math.round((performance.timeOrigin + performance.now()) * 1000);
+}
+
+/**
+ * The clock of the simulated server of a tee: the real clock, except that while the tee runs a
+ * command there it reads the moment the same command was sent to the real server. Both servers
+ * then decide by one moment (a ttl under a threshold, a deadline passed): the simulated one runs
+ * after the real one answered, later by however long this process took to read the answer.
+ */
+export class TeeClock {
+  private frozen?: number;
+  readonly micros = (): number => this.frozen ?? nowMicros();
+
+  at<T>(micros: number, run: () => T): T {
+    this.frozen = micros;
+    try {
+      return run();
+    } finally {
+      this.frozen = undefined;
+    }
+  }
+}
+
 function flatten(args: Arg[]): string[] {
   return args.flatMap((arg) => (Array.isArray(arg) ? flatten(arg) : [String(arg)]));
 }
@@ -95,6 +120,7 @@ export class TeeConnection extends EventEmitter {
     private readonly real: Redis,
     private readonly admin: Redis,
     readonly sim: SimRedis,
+    private readonly clock?: TeeClock,
   ) {
     super();
     this.session = {
@@ -225,13 +251,15 @@ export class TeeConnection extends EventEmitter {
 
   private async both(name: string, args: string[]): Promise<{ value?: unknown; error?: Error }> {
     let real: { value?: unknown; error?: Error };
+    const sentAt = nowMicros();
     try {
       real = { value: await this.real.call(name, ...args) };
     } catch (error) {
       // The library reads a failed EVALSHA's arguments back from the error, as ioredis attaches them.
       real = { error: Object.assign(error as Error, { command: { name, args } }) };
     }
-    const simReply = this.sim.execute(this.session, name, args.map(toBytes));
+    const run = (): Reply | ReplyError => this.sim.execute(this.session, name, args.map(toBytes));
+    const simReply = this.clock ? this.clock.at(sentAt, run) : run();
     this.counts.commands += 1;
     const label = describe(name, args);
     const realShown = real.error ? { error: real.error.message } : real.value;
