@@ -8,8 +8,8 @@ import type { LockContext } from '../context';
 import { countDownLatch, deleteLatch, trySetLatchCount } from '../protocol/scripts';
 import { acquireOrWait } from '../waiting/acquire-or-wait';
 import { checkCount } from '../util/validate';
-import { Synchronizer, wakeEveryone, type Request } from './base';
-import { MAX_PERMITS, parseWaitOptions } from './permits';
+import { Synchronizer, wakeEveryone, type Request } from './synchronizer';
+import { MAX_PERMITS, parseWaitOptions } from './permit-arguments';
 import type { PermitWaitOptions, RCountDownLatch } from './types';
 
 /**

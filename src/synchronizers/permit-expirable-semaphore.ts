@@ -11,9 +11,9 @@ import {
   withdrawExpirablePermit,
 } from '../protocol/scripts';
 import { checkCount, checkTime, rangeError, typeError } from '../util/validate';
-import { Synchronizer, wakeForPermits, type Request } from './base';
+import { Synchronizer, wakeForPermits, type Request } from './synchronizer';
 import { waitForPermits } from './permit-wait';
-import { MAX_PERMITS, parseWaitOptions } from './permits';
+import { MAX_PERMITS, parseWaitOptions } from './permit-arguments';
 import type { PermitWaitOptions, RPermitExpirableSemaphore } from './types';
 
 /** Redisson's permit ids: 16 random bytes, shown as 32 hex characters. */

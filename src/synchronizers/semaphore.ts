@@ -8,9 +8,10 @@ import {
   withdrawSemaphore,
 } from '../protocol/scripts';
 import { checkCount, checkWaitTime, isOptionsObject, typeError } from '../util/validate';
-import { Synchronizer, wakeForPermits, type Request } from './base';
+import { Synchronizer, wakeForPermits, type Request } from './synchronizer';
 import { waitForPermits } from './permit-wait';
-import { checkPermits, MAX_PERMITS, parseWaitOptions, runHolding } from './permits';
+import { checkPermits, MAX_PERMITS, parseWaitOptions } from './permit-arguments';
+import { runHolding } from './run-holding';
 import type { PermitsHeld, PermitWaitOptions, RSemaphore } from './types';
 
 /** Redisson's RSemaphore: the permit count at the name, releases announced on redisson_sc:{name}. */

@@ -12,7 +12,7 @@ import {
   type SubscribeOptions,
   type SubscriberHooks,
   type Subscription,
-  type WakeReason,
+  type SubscriptionWake,
 } from './subscription';
 
 export type { SubscribeOptions, SubscriberHooks, Subscription, WakePolicy } from './subscription';
@@ -331,7 +331,7 @@ export class Subscriber {
     signal: AbortSignal | undefined,
     hold: SleepHold,
     lock: string,
-  ): Promise<WakeReason> {
+  ): Promise<SubscriptionWake> {
     this.throwIfClosed();
     signal?.throwIfAborted();
     if (state.permits > 0) {
@@ -341,7 +341,7 @@ export class Subscriber {
     }
     // Not listening: a release would go unheard, so look again soon.
     const delay = this.listens(state) ? ms : Math.min(ms, UNCONFIRMED_POLL_MS);
-    return new Promise<WakeReason>((resolve, reject) => {
+    return new Promise<SubscriptionWake>((resolve, reject) => {
       const finish = (): void => {
         clearTimeout(timer);
         stopListening?.();

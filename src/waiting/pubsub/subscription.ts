@@ -4,7 +4,8 @@
  * keeps per channel (see subscriber.ts).
  */
 
-export type WakeReason = 'message' | 'timeout';
+/** What ended a subscription's sleep (a wait's own reasons are WakeReason, see acquire-or-wait.ts). */
+export type SubscriptionWake = 'message' | 'timeout';
 
 /**
  * How many sleeping waiters of one process a message on a channel wakes (Infinity: all). The
@@ -21,7 +22,7 @@ export interface Sleeper {
   lock: string;
   /** How many messages the channel had delivered when it went to sleep. */
   since: number;
-  wake(reason: WakeReason): void;
+  wake(reason: SubscriptionWake): void;
   fail(error: unknown): void;
 }
 
@@ -74,7 +75,7 @@ export interface Subscription {
   /** Whether the channel is subscribed and confirmed now: a release will be heard. */
   readonly listening: boolean;
   /** Sleeps until a release message for this channel, a reconnect, or `ms` passes. */
-  sleep(ms: number, signal?: AbortSignal): Promise<WakeReason>;
+  sleep(ms: number, signal?: AbortSignal): Promise<SubscriptionWake>;
   /**
    * This waiter was woken by a message it could not use (a semaphore's permits came back, but
    * fewer than it needs): hand the wake-up on to up to `count` waiters that were already asleep

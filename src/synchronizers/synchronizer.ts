@@ -15,7 +15,7 @@ import { trySetSemaphorePermits, type PublishCommand } from '../protocol/scripts
 import { closedFor } from '../errors';
 import { checkLockName } from '../util/validate';
 import type { StepLimits } from '../waiting/acquire-or-wait';
-import { checkPermits } from './permits';
+import { checkPermits } from './permit-arguments';
 
 /** One request that changes a synchronizer: its latch key and its window (see lua/include/requests.lua). */
 export interface Request extends RequestWindow {
