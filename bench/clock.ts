@@ -12,3 +12,16 @@ export const cpuMicros = (): number => {
   const { user, system } = process.cpuUsage();
   return user + system;
 };
+
+/** Runs `work` with a deadline; past it the scenario is written down as stranded. */
+export async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} after ${Math.round(ms / 1000)} s`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

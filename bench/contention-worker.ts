@@ -1,17 +1,17 @@
 /**
  * One contending worker process: lock, hold, unlock, think, until the time is up; then it sends
  * every acquisition it made to the parent.
- * argv: <library> <port> <key> <durationMs> <holdMs> <thinkMs>
+ * argv: <library> <port> <key> <holdMs> <thinkMs>; the parent says when to start and stop
  */
 import { openLibrary, type LibraryName } from './adapters';
 import { contend } from './contention-loop';
 
-const [library, port, key, durationMs, holdMs, thinkMs] = process.argv.slice(2);
+const [library, port, key, holdMs, thinkMs] = process.argv.slice(2);
 
 void contend(
   async () => {
     const lib = await openLibrary(library as LibraryName, Number(port));
     return { take: (name) => lib.lock(name), close: () => lib.close() };
   },
-  { key: key as string, durationMs: Number(durationMs), holdMs: Number(holdMs), thinkMs: Number(thinkMs) },
+  { key: key as string, holdMs: Number(holdMs), thinkMs: Number(thinkMs) },
 );

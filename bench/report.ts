@@ -267,8 +267,12 @@ ${targetsTable(results)}
 - **Contended**: 8 worker processes, each with its own connections, loop lock → hold 2 ms → unlock →
   think 1 ms on one lock, in 3 rounds of about 3.3 s per library with the libraries taking turns
   (one 10 s run each drifted with the machine: the same build measured 285 and 367 acq/s in two
-  runs); the round of median throughput is reported. *Ideal* is 1 / hold = 500 acquisitions/s. *Idle gap*: from a release to
-  the next acquisition, when someone was already waiting. *Wait*: from the request to the lock.
+  runs); the round of median throughput is reported. A round counts only once every worker is warm:
+  each first runs 500 lock + unlock pairs alone on a key of its own, then all start together with
+  a second of competing on a warm-up key, and only then compete on the measured one: no worker is
+  measured while others are still starting Node on the same two cores. *Client / Redis CPU*
+  covers the measured window only. *Ideal* is 1 / hold = 500 acquisitions/s. *Idle gap*: from a
+  release to the next acquisition, when someone was already waiting. *Wait*: from the request to the lock.
   *Overtakes*: pairs where the later request got the lock first, per acquisition (request times are
   taken in the workers, so a few ms of scheduling noise on 2 cores counts too). *Jain*: fairness of
   the workers' shares (1 = equal). *Overlaps*: holds that overlapped (must be 0).
@@ -292,7 +296,8 @@ ${targetsTable(results)}
 - **Semaphores**: rlock's \`getSemaphore\` next to redis-semaphore's \`Semaphore\` (its defaults,
   10 ms polling; \`acquireTimeout\` 120 s so every waiter gets through): 8 processes loop acquire one
   of 3 permits → hold 2 ms → release → think 1 ms (*ideal*: 3 / hold = 1 500/s; *most permits
-  out* must not exceed 3); then 200 waiters on a semaphore whose 3 permits are held, and the drain.
+  out* must not exceed 3), the workers warmed up and started together as in *Contended*; then 200
+  waiters on a semaphore whose 3 permits are held, and the drain.
 - **Many locks**: the libraries take turns in 5 rounds (3 with \`--quick\`), each round in a fresh
   process that first runs one whole round to warm up; the median round is reported, with the
   slowest and the fastest. Client CPU decides this figure: Redis is far from busy.

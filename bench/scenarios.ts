@@ -11,8 +11,8 @@ import {
   type LibraryName,
   type Subject,
 } from './adapters';
-import { cpuMicros, now, sleep } from './clock';
-import type { Acquisition } from './contention-loop';
+import { cpuMicros, now, sleep, within } from './clock';
+import { runContenders } from './contenders';
 import { contentionFigures, median, percentile, type ContentionFigures } from './stats';
 
 /** What a scenario measured for one library, or why it could not. */
@@ -37,19 +37,6 @@ async function closeSoftly(lib: Library): Promise<void> {
 export function failed(error: unknown): { failed: string } {
   const message = error instanceof Error ? error.message : String(error);
   return { failed: message.split('\n')[0]?.slice(0, 120) ?? 'failed' };
-}
-
-/** Runs `work` with a deadline; past it the scenario is written down as stranded. */
-async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} after ${Math.round(ms / 1000)} s`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 async function stat(admin: Redis, section: string, field: string): Promise<number> {
@@ -310,35 +297,15 @@ export async function contended(
   build?: string,
 ): Promise<Outcome<ContentionFigures>> {
   const worker = resolve(__dirname, 'contention-worker.ts');
-  const results = Array.from({ length: WORKERS }, () => {
-    const child = fork(
-      worker,
-      [name, String(settings.port), 'bench:contended', String(durationMs), String(HOLD_MS), String(THINK_MS)],
-      {
-        execArgv: ['--import', 'tsx'],
-        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-        // Another build of rlock (see rlockOf in adapters.ts), or this checkout's.
-        env: build === undefined ? process.env : { ...process.env, RLOCK_BUILD: build },
-      },
-    );
-    const report = new Promise<{
-      acquisitions: Acquisition[];
-      errors: string[];
-      errorCount: number;
-      cpuMicros: number;
-    }>((resolveReport, reject) => {
-      child.once('message', (message) => resolveReport(message as never));
-      child.once('exit', (code) => reject(new Error(`a worker exited with ${code} without a report`)));
-    });
-    return { child, report };
-  });
+  const args = [name, String(settings.port), 'bench:contended', String(HOLD_MS), String(THINK_MS)];
+  // Another build of rlock (see rlockOf in adapters.ts), or this checkout's.
+  const env = build === undefined ? process.env : { ...process.env, RLOCK_BUILD: build };
   try {
-    const redisBefore = await redisCpuMs(settings.admin);
-    const reports = await within(
-      durationMs + 60_000,
-      'workers stranded',
-      Promise.all(results.map((result) => result.report)),
-    );
+    let redisBefore = 0;
+    const reports = await runContenders(worker, args, WORKERS, durationMs, {
+      env,
+      onMeasureFrom: async () => (redisBefore = await redisCpuMs(settings.admin)),
+    });
     const redisMs = (await redisCpuMs(settings.admin)) - redisBefore;
     const errorCount = reports.reduce((sum, report) => sum + report.errorCount, 0);
     if (errorCount > 0) {
@@ -353,8 +320,6 @@ export async function contended(
     };
   } catch (error) {
     return failed(error);
-  } finally {
-    for (const { child } of results) if (child.exitCode === null) child.kill('SIGKILL');
   }
 }
 

@@ -2,10 +2,10 @@
  * Semaphore scenarios: contended throughput with k permits over worker processes, and what idle
  * waiters cost Redis, for rlock's getSemaphore next to redis-semaphore's Semaphore.
  */
-import { fork } from 'node:child_process';
 import { resolve } from 'node:path';
 import { now, sleep } from './clock';
 import type { Acquisition } from './contention-loop';
+import { runContenders } from './contenders';
 import { failed, type Outcome, type Settings } from './scenarios';
 import { openSemaphore, SEMAPHORE_LABELS, SEMAPHORES, type SemaphoreName } from './semaphore-adapters';
 import { percentile } from './stats';
@@ -65,27 +65,16 @@ export async function semaphoreContended(
 ): Promise<Outcome<SemaphoreContention>> {
   const durationMs = settings.quick ? 3_000 : 10_000;
   const worker = resolve(__dirname, 'semaphore-worker.ts');
-  const args = [name, String(settings.port), 'bench:semaphore', String(PERMITS), String(durationMs)];
-  const children = Array.from({ length: WORKERS }, () =>
-    fork(worker, [...args, String(HOLD_MS), String(THINK_MS)], {
-      execArgv: ['--import', 'tsx'],
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    }),
-  );
+  const args = [
+    name,
+    String(settings.port),
+    'bench:semaphore',
+    String(PERMITS),
+    String(HOLD_MS),
+    String(THINK_MS),
+  ];
   try {
-    const reports = await Promise.all(
-      children.map(
-        (child) =>
-          new Promise<{ acquisitions: Acquisition[]; errors: string[]; errorCount: number }>(
-            (resolveReport, reject) => {
-              child.once('message', (message) => resolveReport(message as never));
-              child.once('exit', (code) =>
-                reject(new Error(`a worker exited with ${code} without a report`)),
-              );
-            },
-          ),
-      ),
-    );
+    const reports = await runContenders(worker, args, WORKERS, durationMs);
     const errorCount = reports.reduce((sum, report) => sum + report.errorCount, 0);
     if (errorCount > 0)
       return { failed: `${errorCount} acquisitions failed: ${reports[0]?.errors[0] ?? ''}` };
@@ -95,8 +84,6 @@ export async function semaphoreContended(
     );
   } catch (error) {
     return failed(error);
-  } finally {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   }
 }
 
