@@ -9,6 +9,7 @@ import Redis from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
 import { Redisson } from 'node-redisson';
+import { openLayoutFloor } from './layout-floor';
 import type * as Rlock from '../src';
 
 /**
@@ -91,7 +92,11 @@ export type LibraryName = (typeof LIBRARIES)[number];
  * script (EVALSHA, as every library sends its scripts). Figures per pair are judged against it.
  */
 export const BASELINE = 'set-nx' as const;
-export type Subject = LibraryName | typeof BASELINE;
+/** Not a lock library either: Redisson's layout with rlock's two checks, and nothing else (see layout-floor.ts). */
+export const LAYOUT_FLOOR = 'layout-floor' as const;
+export type Subject = LibraryName | typeof BASELINE | typeof LAYOUT_FLOOR;
+/** The subjects that are not libraries, measured uncontended beside them. */
+export const REFERENCES = [BASELINE, LAYOUT_FLOOR] as const;
 
 export const LABELS: Record<Subject, string> = {
   rlock: 'rlock getLock',
@@ -100,6 +105,7 @@ export const LABELS: Record<Subject, string> = {
   'redis-semaphore': 'redis-semaphore Mutex',
   'node-redisson': 'node-redisson getLock',
   [BASELINE]: 'SET NX PX + compare-and-delete EVAL',
+  [LAYOUT_FLOOR]: "floor of Redisson's layout + rlock's checks (two scripts)",
 };
 
 /** The libraries rlock is compared with. */
@@ -133,7 +139,9 @@ export function openBaseline(port: number): Library {
 
 /** A library, or the baseline. */
 export function openSubject(name: Subject, port: number): Promise<Library> {
-  return name === BASELINE ? Promise.resolve(openBaseline(port)) : openLibrary(name, port);
+  if (name === BASELINE) return Promise.resolve(openBaseline(port));
+  if (name === LAYOUT_FLOOR) return Promise.resolve(openLayoutFloor(port));
+  return openLibrary(name, port);
 }
 
 export async function openLibrary(

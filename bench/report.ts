@@ -1,4 +1,4 @@
-import { BASELINE, LABELS, LIBRARIES, PEERS, type LibraryName, type Subject } from './adapters';
+import { BASELINE, LABELS, LIBRARIES, PEERS, REFERENCES, type LibraryName, type Subject } from './adapters';
 import {
   ok,
   type IdleWaiters,
@@ -39,7 +39,7 @@ function rows<T extends object>(
   columns: number,
   cells: (value: T) => string[],
 ): string[] {
-  return [BASELINE, ...LIBRARIES]
+  return [...REFERENCES, ...LIBRARIES]
     .filter((name) => outcomes[name] !== undefined)
     .map((name) => {
       const outcome = outcomes[name] as Outcome<T>;
@@ -276,8 +276,12 @@ ${targetsTable(results)}
   *Overtakes*: pairs where the later request got the lock first, per acquisition (request times are
   taken in the workers, so a few ms of scheduling noise on 2 cores counts too). *Jain*: fairness of
   the workers' shares (1 = equal). *Overlaps*: holds that overlapped (must be 0).
-- **Uncontended**: one lock + unlock of one key, nobody else around. Every library and the baseline
-  (\`SET NX PX\`, then a compare-and-delete script by EVALSHA: the least a lock can send) run in one
+- **Uncontended**: one lock + unlock of one key, nobody else around. Every library and two
+  references — the baseline (\`SET NX PX\`, then a compare-and-delete script by EVALSHA: the least a
+  lock can send) and the floor of Redisson's layout (a script that checks the lock and the request
+  are absent and writes the owner's count, the request's mark and the lease; one that reads them,
+  deletes the hash and publishes Redisson's release message: what a lock shared with Redisson and
+  safe under re-sent commands costs at least, bench/layout-floor.ts) — run in one
   process, first pair by pair in turn, so that noise from other processes hits all alike; then in
   short blocks of sequential pairs on one connection, one subject at a time, the blocks interleaved
   in rounds and reported by their median. *Redis CPU*: the INFO commandstats usec of the commands

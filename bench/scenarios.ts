@@ -2,11 +2,11 @@ import { fork } from 'node:child_process';
 import { resolve } from 'node:path';
 import Redis from 'ioredis';
 import {
-  BASELINE,
   LABELS,
   LIBRARIES,
   openLibrary,
   openSubject,
+  REFERENCES,
   type Library,
   type LibraryName,
   type Subject,
@@ -68,8 +68,8 @@ export async function pingLatency(settings: Settings): Promise<Latency> {
   return sampleLatency(settings.quick ? 1_000 : 5_000, () => settings.admin.ping());
 }
 
-/** Every subject of the side-by-side scenarios: the baseline, then the libraries. */
-const SUBJECTS: Subject[] = [BASELINE, ...LIBRARIES];
+/** Every subject of the side-by-side scenarios: the references, then the libraries. */
+const SUBJECTS: Subject[] = [...REFERENCES, ...LIBRARIES];
 
 /** SLOWLOG entry: id, unix time, duration in µs, arguments, client address, client name. */
 type SlowlogEntry = [number, number, number, string[], string, string];

@@ -17,6 +17,7 @@
 import { resolve } from 'node:path';
 import type Redis from 'ioredis';
 import { startRedis } from '../__tests__/helpers/redis-server';
+import { FLOOR_FREE, FLOOR_TAKE } from './layout-floor';
 import { instructionCounter, type InstructionCounter } from './redis-instructions';
 
 const distIndex = process.argv.indexOf('--dist');
@@ -150,17 +151,9 @@ async function round(): Promise<Step[]> {
       'LOAD',
       "redis.call('del', KEYS[1]) redis.call('publish', KEYS[2], '0') return 1",
     )) as string;
-    // The floor again with the two reads rlock's guarantees need, and nothing else: the acquire asks
-    // whether the lock (or a withdrawal of the request) exists before it writes, and writes the
-    // request's mark in the same HSET; the release reads the owner's count and the mark first.
-    const checkedTake = (await redis.script(
-      'LOAD',
-      "if redis.call('exists', KEYS[1], KEYS[2]) == 0 then redis.call('hset', KEYS[1], ARGV[1], 1, KEYS[2], 'a') redis.call('pexpire', KEYS[1], ARGV[2]) return 1 end return 0",
-    )) as string;
-    const checkedFree = (await redis.script(
-      'LOAD',
-      "redis.call('hmget', KEYS[1], ARGV[1], KEYS[3]) redis.call('del', KEYS[1]) redis.call('publish', KEYS[2], '0') return 1",
-    )) as string;
+    // The floor again with the two reads rlock's guarantees need, and nothing else (layout-floor.ts).
+    const checkedTake = (await redis.script('LOAD', FLOOR_TAKE)) as string;
+    const checkedFree = (await redis.script('LOAD', FLOOR_FREE)) as string;
     const empty = (await redis.script('LOAD', 'return 1')) as string;
     await measured('layout floor: HSET + PEXPIRE script', (i) =>
       redis.evalsha(floorTake, 1, `floor:${i}`, 'owner:1', 30_000),
@@ -169,10 +162,10 @@ async function round(): Promise<Step[]> {
       redis.evalsha(floorFree, 2, `floor:${i}`, 'floor-channel'),
     );
     await measured('floor + checks: EXISTS, HSET + PEXPIRE script', (i) =>
-      redis.evalsha(checkedTake, 2, `checked:${i}`, `checked-mark:${i}`, 'owner:1', 30_000),
+      redis.evalsha(checkedTake, 2, `checked:${i}`, `checked-latch:${i}`, 'owner:1', 30_000, `mark:${i}`),
     );
     await measured('floor + checks: HMGET, DEL + PUBLISH script', (i) =>
-      redis.evalsha(checkedFree, 3, `checked:${i}`, 'checked-channel', `checked-mark:${i}`, 'owner:1'),
+      redis.evalsha(checkedFree, 2, `checked:${i}`, 'checked-channel', 'owner:1', `mark:${i}`),
     );
     await measured('empty script', () => redis.evalsha(empty, 0));
     await measured('PING (round trip)', () => redis.ping());
