@@ -1,14 +1,15 @@
 /**
  * The loop of a contending worker process: take, hold, give back, think, until the time is up;
- * then it sends every acquisition it made to the parent and exits. The lock and semaphore
+ * then it sends the acquisitions it made in the measured window to the parent and exits. The lock and semaphore
  * workers differ only in what they take.
  *
  * A worker warms up before it counts (see bench/contenders.ts for the parent's side): alone, on a
  * key of its own; it then tells the parent it is ready and waits for the start, which every worker
- * gets at once; then it competes for a second on a warm-up key shared by all, and only then on the
- * measured key until the common end. Without that, a round measured eight Node processes starting
- * (loading, compiling and optimizing on two cores while the first of them already competed), not
- * a lock handed on between services that have been up a while.
+ * gets at once; it competes from then on, and what happens in the first second is not counted:
+ * only acquisitions made inside the measured window, and the CPU time between its two ends. Without
+ * that, a round measured eight Node processes starting (loading, compiling and optimizing on two
+ * cores while the first of them already competed), not a lock handed on between services that have
+ * been up a while.
  */
 import { cpuMicros, now, sleep } from './clock';
 
@@ -31,9 +32,9 @@ export interface Round {
   thinkMs: number;
 }
 
-/** What the parent sends every worker once all are ready: when to move to the measured key, and stop. */
+/** What the parent sends every worker once all are ready (it starts them): the measured window. */
 export interface Start {
-  /** now() at which the shared warm-up ends and the measured window begins. */
+  /** now() at which the measured window begins, a second after the start. */
   measureFrom: number;
   /** now() at which the measured window ends. */
   until: number;
@@ -75,7 +76,14 @@ function ready(): Promise<Start> {
   });
 }
 
+/** This process' CPU time at `at` (now() time), read by a timer then: a promise of it in µs. */
+function cpuAt(at: number): Promise<number> {
+  return new Promise((resolveCpu) => setTimeout(() => resolveCpu(cpuMicros()), Math.max(0, at - now())));
+}
+
 export async function contend(open: () => Promise<Contender>, round: Round): Promise<never> {
+  // A worker whose parent is gone has nobody to report to, nor a start to wait for.
+  process.on('disconnect', () => process.exit(1));
   try {
     const contender = await open();
     const errors: string[] = [];
@@ -85,12 +93,18 @@ export async function contend(open: () => Promise<Contender>, round: Round): Pro
       await giveBack();
     }
     const start = await ready();
-    await cycles(contender, `${round.key}:warm-up`, start.measureFrom, round, [], errors);
-    const acquisitions: Acquisition[] = [];
-    const cpuBefore = cpuMicros();
-    await cycles(contender, round.key, start.until, round, acquisitions, errors);
-    const cpu = cpuMicros() - cpuBefore;
-    process.send?.({ acquisitions, errors: errors.slice(0, 5), errorCount: errors.length, cpuMicros: cpu });
+    const cpu = Promise.all([cpuAt(start.measureFrom), cpuAt(start.until)]);
+    const all: Acquisition[] = [];
+    // An error at any time, warm or measured, fails the round: a library that errors is not measured.
+    await cycles(contender, round.key, start.until, round, all, errors);
+    const [cpuFrom, cpuUntil] = await cpu;
+    const acquisitions = all.filter((a) => a.acquiredAt >= start.measureFrom && a.acquiredAt < start.until);
+    process.send?.({
+      acquisitions,
+      errors: errors.slice(0, 5),
+      errorCount: errors.length,
+      cpuMicros: cpuUntil - cpuFrom,
+    });
     await contender.close();
     process.exit(0);
   } catch (error) {

@@ -268,10 +268,11 @@ ${targetsTable(results)}
   think 1 ms on one lock, in 3 rounds of about 3.3 s per library with the libraries taking turns
   (one 10 s run each drifted with the machine: the same build measured 285 and 367 acq/s in two
   runs); the round of median throughput is reported. A round counts only once every worker is warm:
-  each first runs 500 lock + unlock pairs alone on a key of its own, then all start together with
-  a second of competing on a warm-up key, and only then compete on the measured one: no worker is
-  measured while others are still starting Node on the same two cores. *Client / Redis CPU*
-  covers the measured window only. *Ideal* is 1 / hold = 500 acquisitions/s. *Idle gap*: from a
+  each first runs 500 lock + unlock pairs alone on a key of its own, then all get one start and
+  compete; the first second is not counted, only the acquisitions made in the window that
+  follows, so that no worker is measured while others are still starting Node on the same two
+  cores. *Client / Redis CPU*: read at the window's two ends (each worker's own, and the
+  redis-server process's), per acquisition in it. *Ideal* is 1 / hold = 500 acquisitions/s. *Idle gap*: from a
   release to the next acquisition, when someone was already waiting. *Wait*: from the request to the lock.
   *Overtakes*: pairs where the later request got the lock first, per acquisition (request times are
   taken in the workers, so a few ms of scheduling noise on 2 cores counts too). *Jain*: fairness of
@@ -300,7 +301,7 @@ ${targetsTable(results)}
 - **Semaphores**: rlock's \`getSemaphore\` next to redis-semaphore's \`Semaphore\` (its defaults,
   10 ms polling; \`acquireTimeout\` 120 s so every waiter gets through): 8 processes loop acquire one
   of 3 permits → hold 2 ms → release → think 1 ms (*ideal*: 3 / hold = 1 500/s; *most permits
-  out* must not exceed 3), the workers warmed up and started together as in *Contended*; then 200
+  out* must not exceed 3), the workers warmed up, started and counted as in *Contended*; then 200
   waiters on a semaphore whose 3 permits are held, and the drain.
 - **Many locks**: the libraries take turns in 5 rounds (3 with \`--quick\`), each round in a fresh
   process that first runs one whole round to warm up; the median round is reported, with the
@@ -317,8 +318,8 @@ ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}; Redis $
 
 \`\`\`sh
 npm ci
-npm run bench              # about 4 minutes
-npm run bench -- --quick   # under 2 minutes, same shape
+npm run bench              # about 8 minutes
+npm run bench -- --quick   # about 4.5 minutes, same shape
 npm run bench -- --check   # the targets only; exits 1 when one is missed (add --quick for a fast look)
 \`\`\`
 

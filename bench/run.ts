@@ -30,6 +30,18 @@ const check = process.argv.includes('--check');
 /** `--only <scenario>` runs one scenario and writes nothing (for working on one figure). */
 const onlyIndex = process.argv.indexOf('--only');
 const only = onlyIndex >= 0 ? process.argv[onlyIndex + 1] : undefined;
+const SCENARIOS = [
+  'uncontended',
+  'contended',
+  'idle waiters',
+  'many locks',
+  'watchdog at scale',
+  'semaphores',
+];
+if (onlyIndex >= 0 && !SCENARIOS.some((title) => only !== undefined && title.startsWith(only))) {
+  console.error(`--only: no scenario starts with "${only ?? ''}"; the scenarios: ${SCENARIOS.join(', ')}`);
+  process.exit(2);
+}
 const root = resolve(__dirname, '..');
 
 function progress(text: string): void {

@@ -301,12 +301,12 @@ export async function contended(
   // Another build of rlock (see rlockOf in adapters.ts), or this checkout's.
   const env = build === undefined ? process.env : { ...process.env, RLOCK_BUILD: build };
   try {
-    let redisBefore = 0;
+    const redisCpu = { open: 0, close: 0 };
     const reports = await runContenders(worker, args, WORKERS, durationMs, {
       env,
-      onMeasureFrom: async () => (redisBefore = await redisCpuMs(settings.admin)),
+      onWindow: async (edge) => (redisCpu[edge] = await redisCpuMs(settings.admin)),
     });
-    const redisMs = (await redisCpuMs(settings.admin)) - redisBefore;
+    const redisMs = redisCpu.close - redisCpu.open;
     const errorCount = reports.reduce((sum, report) => sum + report.errorCount, 0);
     if (errorCount > 0) {
       return { failed: `${errorCount} acquisitions failed: ${reports.flatMap((r) => r.errors)[0] ?? ''}` };

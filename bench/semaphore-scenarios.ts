@@ -77,7 +77,7 @@ export async function semaphoreContended(
     const reports = await runContenders(worker, args, WORKERS, durationMs);
     const errorCount = reports.reduce((sum, report) => sum + report.errorCount, 0);
     if (errorCount > 0)
-      return { failed: `${errorCount} acquisitions failed: ${reports[0]?.errors[0] ?? ''}` };
+      return { failed: `${errorCount} acquisitions failed: ${reports.flatMap((r) => r.errors)[0] ?? ''}` };
     return figures(
       reports.flatMap((report) => report.acquisitions),
       durationMs / 1000,

@@ -2,8 +2,9 @@
  * `npm run bench:steps [-- --dist <folder>]`: where the time of one uncontended lock + unlock goes,
  * step by step, on a fresh redis-server: client CPU and wall time per call (sequential, one
  * connection), and Redis CPU per call (INFO commandstats), beside a `SET NX PX` + compare-and-delete
- * `EVAL` pair, the floor Redisson's layout sets (scripts that only take and free a hash lock), an
- * empty script and a PING round trip. Prints a markdown table (docs/hot-path.md keeps the figures).
+ * `EVAL` pair, the floor Redisson's layout sets (scripts that only take and free a hash lock), that
+ * floor with the two reads rlock's guarantees need (bench/layout-floor.ts), an empty script and a
+ * PING round trip. Prints a markdown table (docs/hot-path.md keeps the figures).
  *
  * `--dist` measures another build of rlock (a folder holding index.cjs), to set a change beside
  * the build it replaces.
