@@ -9,7 +9,7 @@ import Redis from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
 import { Redisson } from 'node-redisson';
-import { openLayoutFloor } from './layout-floor';
+import { floorLock } from './layout-floor';
 import type * as Rlock from '../src';
 
 /**
@@ -113,20 +113,25 @@ export const PEERS: LibraryName[] = ['redlock', 'redis-semaphore', 'node-redisso
 
 const COMPARE_AND_DELETE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
 
-/** The baseline as a Library: lock() fails instead of waiting (it is only measured uncontended). */
-export function openBaseline(port: number): Library {
-  const redis = new Redis({ port, host: '127.0.0.1' });
+/** The baseline's lock on a connection: takes `key` (failing instead of waiting) and resolves with its release. */
+function baselineLock(redis: Redis): (key: string) => Promise<Release> {
   redis.defineCommand('compareAndDelete', { lua: COMPARE_AND_DELETE, numberOfKeys: 1 });
   const del = redis as unknown as { compareAndDelete(key: string, token: string): Promise<number> };
   const prefix = `${process.pid}:${Date.now()}`;
   let count = 0;
-  const lock = async (key: string): Promise<Release> => {
+  return async (key: string): Promise<Release> => {
     const token = `${prefix}:${(count += 1)}`;
     if ((await redis.set(key, token, 'PX', 30_000, 'NX')) !== 'OK') throw new Error(`${key} is taken`);
     return async () => {
       await del.compareAndDelete(key, token);
     };
   };
+}
+
+/** A reference subject (not a library) as a Library, on a connection of its own: measured uncontended only. */
+function openReference(port: number, lockOn: (redis: Redis) => (key: string) => Promise<Release>): Library {
+  const redis = new Redis({ port, host: '127.0.0.1' });
+  const lock = lockOn(redis);
   return {
     lock,
     holdRenewed: lock,
@@ -137,10 +142,10 @@ export function openBaseline(port: number): Library {
   };
 }
 
-/** A library, or the baseline. */
+/** A library, or a reference. */
 export function openSubject(name: Subject, port: number): Promise<Library> {
-  if (name === BASELINE) return Promise.resolve(openBaseline(port));
-  if (name === LAYOUT_FLOOR) return Promise.resolve(openLayoutFloor(port));
+  if (name === BASELINE) return Promise.resolve(openReference(port, baselineLock));
+  if (name === LAYOUT_FLOOR) return Promise.resolve(openReference(port, floorLock));
   return openLibrary(name, port);
 }
 

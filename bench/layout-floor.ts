@@ -7,8 +7,8 @@
  * `npm run bench` runs them as a subject of its own, beside the libraries, so that each run shows
  * what the layout alone costs next to the fastest peer's string lock.
  */
-import Redis from 'ioredis';
-import type { Library, Release } from './adapters';
+import type Redis from 'ioredis';
+import type { Release } from './adapters';
 
 /** KEYS: lock, the request's latch. ARGV: owner, lease ms, the request's mark field. */
 export const FLOOR_TAKE = `if redis.call('exists', KEYS[1], KEYS[2]) == 0 then
@@ -25,9 +25,11 @@ redis.call('del', KEYS[1])
 redis.call('publish', KEYS[2], '0')
 return 1`;
 
-/** The floor as a Library, measured uncontended only: lock() fails instead of waiting. */
-export function openLayoutFloor(port: number): Library {
-  const redis = new Redis({ port, host: '127.0.0.1' });
+/**
+ * The floor's lock on a connection: takes `key` (failing instead of waiting: it is measured
+ * uncontended only) and resolves with its release.
+ */
+export function floorLock(redis: Redis): (key: string) => Promise<Release> {
   redis.defineCommand('floorTake', { lua: FLOOR_TAKE, numberOfKeys: 2 });
   redis.defineCommand('floorFree', { lua: FLOOR_FREE, numberOfKeys: 2 });
   const floor = redis as unknown as {
@@ -36,7 +38,7 @@ export function openLayoutFloor(port: number): Library {
   };
   const owner = `${process.pid}:1`;
   let requests = 0;
-  const lock = async (key: string): Promise<Release> => {
+  return async (key: string): Promise<Release> => {
     requests += 1;
     const mark = `mark:${owner}:${requests}`;
     if ((await floor.floorTake(key, `latch:{${key}}:${owner}:${requests}`, owner, 30_000, mark)) !== 1)
@@ -44,13 +46,5 @@ export function openLayoutFloor(port: number): Library {
     return async () => {
       await floor.floorFree(key, `redisson_lock__channel:{${key}}`, owner, mark);
     };
-  };
-  return {
-    lock,
-    holdRenewed: lock,
-    renewalPeriodMs: Number.NaN,
-    async close() {
-      redis.disconnect();
-    },
   };
 }
