@@ -109,6 +109,8 @@ export class TeeConnection extends EventEmitter {
   readonly counts = { commands: 0, states: 0 };
   /** Script digests that ran, for the coverage figures. */
   readonly scripts = new Set<string>();
+  /** How many times each script digest ran: a workload waits on a step it needs to have happened. */
+  readonly scriptRuns = new Map<string, number>();
   private chain: Promise<unknown> = Promise.resolve();
   private readonly session: ServerSession;
   /** The next command goes to both servers twice (a copy, as a re-send after a lost reply). */
@@ -273,7 +275,9 @@ export class TeeConnection extends EventEmitter {
     if (!agree) this.differences.push({ command: label, what: 'reply', real: realShown, sim: simShown });
     if (name === 'evalsha' || name === 'eval') {
       if (!(simReply instanceof ReplyError && simReply.message.startsWith('NOSCRIPT'))) {
-        this.scripts.add(name === 'evalsha' ? (args[0] as string) : sha1(toBytes(args[0] as string)));
+        const digest = name === 'evalsha' ? (args[0] as string) : sha1(toBytes(args[0] as string));
+        this.scripts.add(digest);
+        this.scriptRuns.set(digest, (this.scriptRuns.get(digest) ?? 0) + 1);
       }
       await this.compareKeyspace(label);
     }

@@ -1,4 +1,6 @@
-import type { LockClient, RLock } from '../library';
+import { LUA_SCRIPTS, type LockClient, type RLock } from '../library';
+import { toBytes } from '../redis/bytes';
+import { sha1 } from '../redis/lua';
 import type { TeeConnection } from './tee';
 
 /**
@@ -16,6 +18,7 @@ export async function agreementWorkload(
   tee: TeeConnection,
 ): Promise<void> {
   await locks(client, tee);
+  await wakeupPassedOn(client, tee);
   await late(client, hasty, tee);
   await tee.flushScripts();
   await fairLock(client);
@@ -34,6 +37,41 @@ function briefly(client: LockClient, lock: RLock, waitTime: number): Promise<boo
     }
     return held;
   });
+}
+
+/** How many times the script of `file` (e.g. 'lock/wait.lua') ran through the tee so far. */
+function runsOf(tee: TeeConnection, file: string): number {
+  const text = LUA_SCRIPTS[file];
+  if (text === undefined) throw new Error(`no script ${file}`);
+  return tee.scriptRuns.get(sha1(toBytes(text))) ?? 0;
+}
+
+/** Waits until `file` ran more than `before` times: steps that depend on timing happen for sure. */
+async function ranAgain(tee: TeeConnection, file: string, before: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (runsOf(tee, file) <= before) {
+    if (Date.now() > deadline) throw new Error(`${file} did not run within 10 s`);
+    await sleep(5);
+  }
+}
+
+/**
+ * A getLock release that woke a waiting client is watched, and one hand-off timeout later the
+ * wake-up is passed on (lock/pass-on.lua). The release comes only once the waiter's wait script
+ * ran, so that it wakes a client whatever the machine's pace.
+ */
+async function wakeupPassedOn(client: LockClient, tee: TeeConnection): Promise<void> {
+  const lock = client.getLock('a:woken');
+  const waits = runsOf(tee, 'lock/wait.lua');
+  const passes = runsOf(tee, 'lock/pass-on.lua');
+  await client.runInTask(async () => {
+    await lock.lock(5_000);
+    const other = briefly(client, lock, 5_000);
+    await ranAgain(tee, 'lock/wait.lua', waits);
+    await lock.unlock();
+    await other;
+  });
+  await ranAgain(tee, 'lock/pass-on.lua', passes);
 }
 
 async function locks(client: LockClient, tee: TeeConnection): Promise<void> {
