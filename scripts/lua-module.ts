@@ -1,6 +1,7 @@
 /**
  * Builds src/protocol/lua.generated.ts: the text of every script in lua/, with its `--@include` lines
- * resolved and the included helpers it does not call left out, as a TypeScript module. lua/ stays
+ * resolved, the included helpers it does not call left out and its comment lines emptied, as a
+ * TypeScript module. lua/ stays
  * the source; the module puts the scripts inside the JavaScript, so a bundle of an app (esbuild,
  * ncc, a Lambda zip) needs no files beside it.
  *
@@ -53,13 +54,29 @@ export function dropUnusedHelpers(text: string): string {
   return text.replace(HELPER, (helper, name: string) => (kept.has(name) ? helper : ''));
 }
 
+/**
+ * The script as Redis is sent it: without its comment lines. A script goes out in full whenever a
+ * server lacks it (fresh, restarted, failed over, SCRIPT FLUSH): every call in flight then falls
+ * back to EVAL with the text, and the comments were two thirds of it (fair/acquire.lua 23 KB, its
+ * code 9 KB). A comment's lines stay, empty, so that the line a script error names is the same in
+ * the text with comments (lua/, its includes pasted in). A comment after code on its line stays:
+ * telling one from a `--` inside a string would take a Lua lexer.
+ */
+export function withoutCommentLines(text: string): string {
+  return text
+    .replace(/^--\[\[[^]*?\]\]$/gm, (block) => '\n'.repeat(block.split('\n').length - 1))
+    .replace(/^[ \t]*--.*$/gm, '');
+}
+
 /** Every script under lua/ by its path there (`/` separators); include/ holds helpers only. */
 export function readScripts(luaDir = LUA_DIR): Record<string, string> {
   const files = readdirSync(luaDir, { recursive: true, encoding: 'utf8' })
     .map((file) => file.split(sep).join('/'))
     .filter((file) => file.endsWith('.lua') && !file.startsWith(`${INCLUDE_DIR}/`))
     .sort();
-  return Object.fromEntries(files.map((file) => [file, dropUnusedHelpers(readLua(luaDir, file))]));
+  return Object.fromEntries(
+    files.map((file) => [file, withoutCommentLines(dropUnusedHelpers(readLua(luaDir, file)))]),
+  );
 }
 
 export function renderLuaModule(): string {
@@ -69,7 +86,7 @@ export function renderLuaModule(): string {
   return [
     '// Generated from lua/ by scripts/lua-module.ts (npm run build:lua). Edit the .lua files, not this.',
     '',
-    '/** Every script in lua/, keyed by its path there, with its `--@include` lines resolved. */',
+    '/** Every script in lua/, keyed by its path there, with its `--@include` lines resolved and its comment lines emptied. */',
     'export const LUA_SCRIPTS: Readonly<Record<string, string>> = {',
     ...entries,
     '};',
