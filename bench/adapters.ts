@@ -9,6 +9,7 @@ import Redis from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
 import { Redisson } from 'node-redisson';
+import { openHandoffFloor } from './handoff-floor';
 import { floorLock } from './layout-floor';
 import type * as Rlock from '../src';
 
@@ -94,9 +95,13 @@ export type LibraryName = (typeof LIBRARIES)[number];
 export const BASELINE = 'set-nx' as const;
 /** Not a lock library either: Redisson's layout with rlock's two checks, and nothing else (see layout-floor.ts). */
 export const LAYOUT_FLOOR = 'layout-floor' as const;
-export type Subject = LibraryName | typeof BASELINE | typeof LAYOUT_FLOOR;
+/** Not a lock library either: a direct hand-off and nothing else, measured contended (see handoff-floor.ts). */
+export const HANDOFF_FLOOR = 'handoff-floor' as const;
+export type Subject = LibraryName | typeof BASELINE | typeof LAYOUT_FLOOR | typeof HANDOFF_FLOOR;
 /** The subjects that are not libraries, measured uncontended beside them. */
 export const REFERENCES = [BASELINE, LAYOUT_FLOOR] as const;
+/** Every subject, in the order of the report's tables. */
+export const ALL_SUBJECTS: Subject[] = [...REFERENCES, HANDOFF_FLOOR, ...LIBRARIES];
 
 export const LABELS: Record<Subject, string> = {
   rlock: 'rlock getLock',
@@ -106,6 +111,7 @@ export const LABELS: Record<Subject, string> = {
   'node-redisson': 'node-redisson getLock',
   [BASELINE]: 'SET NX PX + compare-and-delete EVAL',
   [LAYOUT_FLOOR]: "floor of Redisson's layout + rlock's checks (two scripts)",
+  [HANDOFF_FLOOR]: 'floor of a direct hand-off (queue, grant, message)',
 };
 
 /** The libraries rlock is compared with. */
@@ -146,6 +152,7 @@ function openReference(port: number, lockOn: (redis: Redis) => (key: string) => 
 export function openSubject(name: Subject, port: number): Promise<Library> {
   if (name === BASELINE) return Promise.resolve(openReference(port, baselineLock));
   if (name === LAYOUT_FLOOR) return Promise.resolve(openReference(port, floorLock));
+  if (name === HANDOFF_FLOOR) return openHandoffFloor(port);
   return openLibrary(name, port);
 }
 

@@ -7,13 +7,14 @@
  *
  * Every round measures, in a rotating order so that a machine whose speed drifts weighs on every
  * subject alike: a PING p50; the contended scenario of `npm run bench` (8 processes, hold 2 ms,
- * think 1 ms) for getLock and getFairLock of each build and for redis-semaphore as the peer; and
+ * think 1 ms) for getLock and getFairLock of each build, for redis-semaphore as the peer and for
+ * the floor of a direct hand-off (bench/handoff-floor.ts: what one hand-off costs the machine); and
  * uncontended lock + unlock pairs of each, interleaved pair by pair. It prints the median of the
  * rounds, gaps also in PINGs of the same round, and each build's figures over the first build's.
  * Writes nothing.
  */
 import { startRedis } from '../__tests__/helpers/redis-server';
-import { openLibrary, type Library, type LibraryName } from './adapters';
+import { HANDOFF_FLOOR, openLibrary, openSubject, type Library, type LibraryName } from './adapters';
 import { distOf } from './builds';
 import { now } from './clock';
 import { contended, failed, pingLatency, rotated, type Settings } from './scenarios';
@@ -32,7 +33,7 @@ function buildArguments(): string[] {
 
 interface Subject {
   label: string;
-  library: LibraryName;
+  library: LibraryName | typeof HANDOFF_FLOOR;
   dist?: string;
   /** Builds are compared with the first build's subject of the same library. */
   build?: number;
@@ -64,7 +65,11 @@ async function timePairs(lib: Library, pairs: number): Promise<number[]> {
 /** Uncontended pairs of every subject, interleaved pair by pair: p50 per subject, in ms. */
 async function uncontendedRound(subjects: Subject[], settings: Settings, pairs: number): Promise<number[]> {
   const libs = await Promise.all(
-    subjects.map((s) => openLibrary(s.library, settings.port, { build: s.dist })),
+    subjects.map((s) =>
+      s.library === HANDOFF_FLOOR
+        ? openSubject(s.library, settings.port)
+        : openLibrary(s.library, settings.port, { build: s.dist }),
+    ),
   );
   try {
     for (const lib of libs) await timePairs(lib, 200); // warm up
@@ -106,6 +111,7 @@ async function main(): Promise<void> {
       })),
     ),
     { label: 'redis-semaphore', library: 'redis-semaphore' },
+    { label: 'hand-off floor', library: HANDOFF_FLOOR },
   ];
   const figures = subjects.map((): Figures => ({
     perSecond: [],
@@ -165,7 +171,7 @@ async function main(): Promise<void> {
     '| subject | contended acq/s | / first build | / redis-semaphore | gap p50 ms | gap p50 PINGs | overtakes/acq | client CPU µs/acq | Redis CPU µs/acq | uncontended p50 ms | p50 PINGs | / first build |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  const peer = figures[figures.length - 1] as Figures;
+  const peer = figures[subjects.findIndex((s) => s.library === 'redis-semaphore')] as Figures;
   subjects.forEach((subject, i) => {
     const f = figures[i] as Figures;
     const first =

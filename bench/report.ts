@@ -1,4 +1,13 @@
-import { BASELINE, LABELS, LIBRARIES, PEERS, REFERENCES, type LibraryName, type Subject } from './adapters';
+import {
+  ALL_SUBJECTS,
+  BASELINE,
+  HANDOFF_FLOOR,
+  LABELS,
+  LIBRARIES,
+  PEERS,
+  type LibraryName,
+  type Subject,
+} from './adapters';
 import {
   ok,
   type IdleWaiters,
@@ -23,7 +32,8 @@ export interface Results {
   /** Blocks of sequential pairs per subject; absent from older runs. */
   pairCost?: Partial<Record<Subject, Outcome<PairCost>>>;
   /** Older results have no range (one run per library). */
-  contended: Partial<Record<LibraryName, Outcome<ContentionFigures & { range?: [number, number] }>>>;
+  /** With the hand-off floor since 2026-12-06 (see bench/handoff-floor.ts). */
+  contended: Partial<Record<Subject, Outcome<ContentionFigures & { range?: [number, number] }>>>;
   idleWaiters: Partial<Record<LibraryName, Outcome<IdleWaiters>>>;
   manyLocks: Partial<Record<LibraryName, Outcome<ManyLocks>>>;
   watchdog: Partial<Record<LibraryName, Outcome<WatchdogScale>>>;
@@ -39,16 +49,14 @@ function rows<T extends object>(
   columns: number,
   cells: (value: T) => string[],
 ): string[] {
-  return [...REFERENCES, ...LIBRARIES]
-    .filter((name) => outcomes[name] !== undefined)
-    .map((name) => {
-      const outcome = outcomes[name] as Outcome<T>;
-      const values =
-        'failed' in outcome
-          ? [`**failed:** ${outcome.failed}`, ...Array(columns - 1).fill('')]
-          : cells(outcome);
-      return `| ${LABELS[name]} | ${values.join(' | ')} |`;
-    });
+  return ALL_SUBJECTS.filter((name) => outcomes[name] !== undefined).map((name) => {
+    const outcome = outcomes[name] as Outcome<T>;
+    const values =
+      'failed' in outcome
+        ? [`**failed:** ${outcome.failed}`, ...Array(columns - 1).fill('')]
+        : cells(outcome);
+    return `| ${LABELS[name]} | ${values.join(' | ')} |`;
+  });
 }
 
 export function tables(results: Results): string {
@@ -75,6 +83,7 @@ export function tables(results: Results): string {
     '### Contended: 8 processes, hold 2 ms, think 1 ms',
     '',
     'The median of 3 rounds per library, the libraries taking turns; its slowest and fastest round in brackets.',
+    ...floorNote(results),
     '',
     '| library | acq/s | % of ideal | idle gap p50 / p99 ms | wait p50 / p99 / max ms | overtakes per acq | Jain | overlaps | client / Redis CPU µs per acq |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -121,6 +130,25 @@ export function tables(results: Results): string {
     ]),
     ...(results.semaphores ? ['', semaphoreTables(results.semaphores)] : []),
   ].join('\n');
+}
+
+/**
+ * What the hand-off floor's row means, and rlock's fair gap against it, when the run measured it
+ * (see bench/handoff-floor.ts).
+ */
+function floorNote(results: Results): string[] {
+  const floor = ok(results.contended[HANDOFF_FLOOR]);
+  if (!floor) return [];
+  const fair = ok(results.contended['rlock-fair']);
+  const against = fair
+    ? ` ${LABELS['rlock-fair']}: gap ${num(fair.gapP50 / floor.gapP50, 2)}x the floor's, ${num(fair.perSecond / floor.perSecond, 2)}x its acq/s.`
+    : '';
+  return [
+    '',
+    `The ${LABELS[HANDOFF_FLOOR]} is not a library: a queue in Redis, a release that grants the lock to its head and ` +
+      "publishes on that waiter's channel, and nothing else (no lease, no recovery). Its idle gap is what one hand-off " +
+      `costs this machine: ${num(floor.gapP50 / results.ping.p50, 1)} PINGs in this run.${against}`,
+  ];
 }
 
 /** What one uncontended pair costs, next to the SET NX PX + compare-and-delete pair. */
@@ -276,7 +304,10 @@ ${targetsTable(results)}
   release to the next acquisition, when someone was already waiting. *Wait*: from the request to the lock.
   *Overtakes*: pairs where the later request got the lock first, per acquisition (request times are
   taken in the workers, so a few ms of scheduling noise on 2 cores counts too). *Jain*: fairness of
-  the workers' shares (1 = equal). *Overlaps*: holds that overlapped (must be 0).
+  the workers' shares (1 = equal). *Overlaps*: holds that overlapped (must be 0). The floor of a
+  direct hand-off takes its turns too (bench/handoff-floor.ts: a queue in Redis, a release script
+  that grants the lock to the head and publishes on that waiter's channel, a body that starts when
+  the message is read; nothing else): its gap is what one hand-off costs this machine.
 - **Uncontended**: one lock + unlock of one key, nobody else around. Every library and two
   references — the baseline (\`SET NX PX\`, then a compare-and-delete script by EVALSHA: the least a
   lock can send) and the floor of Redisson's layout (a script that checks the lock and the request

@@ -2,6 +2,7 @@ import { fork } from 'node:child_process';
 import { resolve } from 'node:path';
 import Redis from 'ioredis';
 import {
+  HANDOFF_FLOOR,
   LABELS,
   LIBRARIES,
   openLibrary,
@@ -291,7 +292,7 @@ const THINK_MS = 1;
 
 /** 8 worker processes, each with its own connections, on one lock: hold 2 ms, think 1 ms. */
 export async function contended(
-  name: LibraryName,
+  name: Subject,
   settings: Settings,
   durationMs = settings.quick ? 3_000 : 10_000,
   build?: string,
@@ -328,20 +329,21 @@ export type ContendedRounds = ContentionFigures & { range: [number, number] };
 
 /**
  * The contended scenario in 3 rounds (10 s per library in all, 3 s with --quick), the libraries
- * taking turns in a rotating order, so that a machine whose speed drifts over a minute (this one's
+ * and the hand-off floor (see handoff-floor.ts) taking turns in a rotating order, so that a machine whose speed drifts over a minute (this one's
  * does, by up to 2x) weighs on every library alike. Each library's round of median throughput is
  * reported whole, with the slowest and the fastest round's acq/s.
  */
 export async function contendedInRounds(
   settings: Settings,
   progress: (line: string) => void,
-): Promise<Partial<Record<LibraryName, Outcome<ContendedRounds>>>> {
+): Promise<Partial<Record<Subject, Outcome<ContendedRounds>>>> {
   const rounds = 3;
   const durationMs = Math.round((settings.quick ? 3_000 : 10_000) / rounds);
-  const runs = new Map<LibraryName, ContentionFigures[]>();
-  const outcomes: Partial<Record<LibraryName, Outcome<ContendedRounds>>> = {};
+  const runs = new Map<Subject, ContentionFigures[]>();
+  const outcomes: Partial<Record<Subject, Outcome<ContendedRounds>>> = {};
   for (let round = 0; round < rounds; round += 1) {
-    for (const name of rotated([...LIBRARIES], round)) {
+    // The hand-off floor takes its turns too: its gap is read against the libraries' of the run.
+    for (const name of rotated<Subject>([...LIBRARIES, HANDOFF_FLOOR], round)) {
       if (outcomes[name]) continue;
       progress(`contended: ${LABELS[name]}, round ${round + 1}/${rounds}`);
       await settings.admin.flushall();
