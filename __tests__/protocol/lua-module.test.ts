@@ -120,6 +120,23 @@ describe('scripts go out without their comment lines', () => {
     );
   });
 
+  test.each([
+    ['a block comment and code on one line', '--[[ KEYS[1] the lock ]] local limit = 5\nreturn limit\n'],
+    ['a block comment with level signs', '--[==[\n  header\n]==]\nreturn 1\n'],
+    ['an indented block comment', '  --[[\n  inner\n  ]]\nreturn 1\n'],
+    ['a long string', 'local text = [[\n-- not a comment\n]]\nreturn text\n'],
+  ])('a shape it cannot strip safely stops the build: %s', (_, text) => {
+    expect(() => withoutCommentLines(text, 'lua/x.lua')).toThrow(
+      /^lua\/x\.lua, line \d+: .*cannot strip comments/,
+    );
+  });
+
+  test('a block comment ends at the first line that is only its closing brackets', () => {
+    // A closing line with a trailing space still closes it; a code line ending in "]]" does not.
+    const text = '--[[\n  KEYS[1] the lock\n]] \nlocal v = ARGV[KEYS[2]]\nreturn v\n';
+    expect(withoutCommentLines(text)).toBe('\n\n\nlocal v = ARGV[KEYS[2]]\nreturn v\n');
+  });
+
   test('no script sent carries a comment line, and all are a third of their text with comments', () => {
     for (const [file, lua] of Object.entries(LUA_SCRIPTS)) {
       expect({ file, commentLines: lua.split('\n').filter((line) => /^\s*--/.test(line)) }).toEqual({
