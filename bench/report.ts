@@ -82,7 +82,7 @@ export function tables(results: Results): string {
     '',
     '### Contended: 8 processes, hold 2 ms, think 1 ms',
     '',
-    'The median of 3 rounds per library, the libraries taking turns; its slowest and fastest round in brackets.',
+    'The median of 3 rounds per library (and for the floor), taking turns; its slowest and fastest round in brackets.',
     ...floorNote(results),
     '',
     '| library | acq/s | % of ideal | idle gap p50 / p99 ms | wait p50 / p99 / max ms | overtakes per acq | Jain | overlaps | client / Redis CPU µs per acq |',

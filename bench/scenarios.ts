@@ -329,9 +329,10 @@ export type ContendedRounds = ContentionFigures & { range: [number, number] };
 
 /**
  * The contended scenario in 3 rounds (10 s per library in all, 3 s with --quick), the libraries
- * and the hand-off floor (see handoff-floor.ts) taking turns in a rotating order, so that a machine whose speed drifts over a minute (this one's
- * does, by up to 2x) weighs on every library alike. Each library's round of median throughput is
- * reported whole, with the slowest and the fastest round's acq/s.
+ * and the hand-off floor (see handoff-floor.ts) taking turns in a rotating order, so that a machine
+ * whose speed drifts over a minute (this one's does, by up to 2x) weighs on every subject alike.
+ * Each subject's round of median throughput is reported whole, with the slowest and the fastest
+ * round's acq/s.
  */
 export async function contendedInRounds(
   settings: Settings,
