@@ -31,16 +31,16 @@ return redis.call('publish', ARGV[1] .. string.match(next, '^(.*):'), next)`;
 const CHANNELS = 'bench:handoff-floor:';
 
 interface FloorCommands {
-  floorTake(lock: string, queue: string, owner: string): Promise<number>;
-  floorGive(lock: string, queue: string, channels: string): Promise<number>;
+  handoffTake(lock: string, queue: string, owner: string): Promise<number>;
+  handoffGive(lock: string, queue: string, channels: string): Promise<number>;
 }
 
 /** The hand-off floor as a Library, on a connection and a subscriber of its own. */
 export async function openHandoffFloor(port: number): Promise<Library> {
   const redis = new Redis({ port, host: '127.0.0.1' });
   const subscriber = new Redis({ port, host: '127.0.0.1' });
-  redis.defineCommand('floorTake', { lua: TAKE, numberOfKeys: 2 });
-  redis.defineCommand('floorGive', { lua: GIVE, numberOfKeys: 2 });
+  redis.defineCommand('handoffTake', { lua: TAKE, numberOfKeys: 2 });
+  redis.defineCommand('handoffGive', { lua: GIVE, numberOfKeys: 2 });
   const commands = redis as unknown as FloorCommands;
   const client = `${process.pid}-${Math.random().toString(36).slice(2)}`;
   /** The waits of this process, by owner: each resolves when a release grants it the lock. */
@@ -58,10 +58,10 @@ export async function openHandoffFloor(port: number): Promise<Library> {
     const queue = `${key}:floor-queue`;
     // Listening before the script runs: a release may grant the lock before its answer is read.
     const handedOver = new Promise<void>((resolve) => granted.set(owner, resolve));
-    if ((await commands.floorTake(key, queue, owner)) === 1) granted.delete(owner);
+    if ((await commands.handoffTake(key, queue, owner)) === 1) granted.delete(owner);
     else await handedOver;
     return async () => {
-      await commands.floorGive(key, queue, CHANNELS);
+      await commands.handoffGive(key, queue, CHANNELS);
     };
   };
   return {

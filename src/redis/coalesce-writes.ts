@@ -38,22 +38,27 @@ const corked = new WeakMap<CorkableStream, { scripts: number }>();
 export function coalesceWrites(connection: RedisConnection): void {
   const { stream, commandQueue } = connection as CoalescingView;
   if (!stream) return;
-  const held = corked.get(stream);
-  if (held) {
-    held.scripts += 1;
-    if (held.scripts > SCRIPTS_PER_WRITE) {
-      // The batch so far leaves now; this script starts the next one, still corked.
-      held.scripts = 1;
-      (stream.uncork as () => void)();
-      (stream.cork as () => void)();
-    }
-    return;
-  }
-  if (!commandQueue?.length || stream.writableCorked !== 0) return;
+  // Corked already, by rlock earlier in this tick or by someone else: counted, not corked again.
+  if (stream.writableCorked !== 0) return countHeldBack(stream);
+  if (!commandQueue?.length) return;
   if (typeof stream.cork !== 'function' || typeof stream.uncork !== 'function') return;
   stream.cork();
   corked.set(stream, { scripts: 1 });
   process.nextTick(uncork, stream);
+}
+
+/**
+ * One more script written to a corked socket: when rlock corked it, it counts, and once
+ * SCRIPTS_PER_WRITE wait they leave, this one starting the next batch, still corked.
+ */
+function countHeldBack(stream: CorkableStream): void {
+  const held = corked.get(stream);
+  if (!held) return;
+  held.scripts += 1;
+  if (held.scripts <= SCRIPTS_PER_WRITE) return;
+  held.scripts = 1;
+  (stream.uncork as () => void)();
+  (stream.cork as () => void)();
 }
 
 function uncork(stream: CorkableStream): void {
