@@ -35,10 +35,21 @@ interface FloorCommands {
   handoffGive(lock: string, queue: string, channels: string): Promise<number>;
 }
 
-/** The hand-off floor as a Library, on a connection and a subscriber of its own. */
-export async function openHandoffFloor(port: number): Promise<Library> {
-  const redis = new Redis({ port, host: '127.0.0.1' });
-  const subscriber = new Redis({ port, host: '127.0.0.1' });
+/** The connections the floor uses: its own by default (bench:handoff gives it watched ones). */
+export interface FloorConnections {
+  redis: Redis;
+  subscriber: Redis;
+}
+
+/** The hand-off floor as a Library, on a connection and a subscriber of its own unless given. */
+export async function openHandoffFloor(
+  port: number,
+  connections: FloorConnections = {
+    redis: new Redis({ port, host: '127.0.0.1' }),
+    subscriber: new Redis({ port, host: '127.0.0.1' }),
+  },
+): Promise<Library> {
+  const { redis, subscriber } = connections;
   redis.defineCommand('handoffTake', { lua: TAKE, numberOfKeys: 2 });
   redis.defineCommand('handoffGive', { lua: GIVE, numberOfKeys: 2 });
   const commands = redis as unknown as FloorCommands;

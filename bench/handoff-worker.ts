@@ -4,11 +4,14 @@
  * process shares): when it asked, when the lock was its own, when it began the release, when its
  * release went out on the socket and came back, and when its subscriber connection read the last
  * message before the lock was its own. Sends them to the parent and exits.
- * argv: <kind: rlock | rlock-fair> <port> <key> <rounds>; RLOCK_BUILD: another build (see adapters.ts).
+ * argv: <kind: rlock | rlock-fair | floor> <port> <key> <rounds>; RLOCK_BUILD: another build (see
+ * adapters.ts). `floor` is the hand-off floor (see handoff-floor.ts), on the same watched connections.
  */
 import Redis from 'ioredis';
 import { LockClient } from './adapters';
 import { cpuMicros, now, sleep } from './clock';
+import { openHandoffFloor } from './handoff-floor';
+import type { Release } from './adapters';
 
 export interface HandoffTimes {
   requestedAt: number;
@@ -40,8 +43,7 @@ async function main(): Promise<void> {
     }
     return (send as (...args: unknown[]) => unknown)(command, ...rest);
   }) as typeof redis.sendCommand;
-  const client = new LockClient(redis, { subscriber });
-  const lock = kind === 'rlock' ? client.getLock(key as string) : client.getFairLock(key as string);
+  const { lock, close } = await openLock(redis, subscriber);
   const times: HandoffTimes[] = [];
   // Warmed up first: the first acquisitions compile the code they run.
   for (let i = 0; i < 50; i += 1) {
@@ -71,9 +73,32 @@ async function main(): Promise<void> {
     await sleep(1);
   }
   process.send?.({ times, cpuMicros: cpuMicros() - cpuBefore });
-  await client.close();
+  await close();
   redis.disconnect();
   subscriber.disconnect();
+}
+
+interface Subject {
+  lock: { lock(): Promise<unknown>; unlock(): Promise<unknown> };
+  close(): Promise<void>;
+}
+
+/** The lock of `kind` on the watched connections. */
+async function openLock(redis: Redis, subscriber: Redis): Promise<Subject> {
+  if (kind === 'floor') {
+    const floor = await openHandoffFloor(Number(port), { redis, subscriber });
+    let release: Release | undefined;
+    return {
+      lock: {
+        lock: async () => (release = await floor.lock(key as string)),
+        unlock: () => (release as Release)(),
+      },
+      close: () => floor.close(),
+    };
+  }
+  const client = new LockClient(redis, { subscriber });
+  const lock = kind === 'rlock' ? client.getLock(key as string) : client.getFairLock(key as string);
+  return { lock, close: () => client.close() };
 }
 
 main().catch((error: unknown) => {

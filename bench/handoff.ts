@@ -7,7 +7,8 @@
  *   on the socket -> message read   Redis runs the release script and delivers its message
  *   message read -> body starts     the woken client's work (for getLock, its attempt's round trip too)
  * medians in µs and in PINGs of the same run, for getLock and getFairLock of each build (default:
- * this checkout; a git revision or a dist folder as for bench:compare). `--cpu-prof <folder>` writes
+ * this checkout; a git revision or a dist folder as for bench:compare), and once for the floor of
+ * a direct hand-off (bench/handoff-floor.ts), whose steps are what the machine itself takes. `--cpu-prof <folder>` writes
  * a V8 CPU profile of every worker there.
  */
 import { fork } from 'node:child_process';
@@ -25,6 +26,12 @@ function option(name: string, fallback: number): number {
 
 const profileIndex = process.argv.indexOf('--cpu-prof');
 const profiles = profileIndex >= 0 ? resolve(process.argv[profileIndex + 1] as string) : undefined;
+
+const SUBJECTS: Record<string, string> = {
+  floor: 'floor of a direct hand-off',
+  rlock: 'getLock',
+  'rlock-fair': 'getFairLock',
+};
 
 interface WorkerReport {
   times: HandoffTimes[];
@@ -105,7 +112,9 @@ async function main(): Promise<void> {
     ];
     for (const build of builds.length ? builds : ['.']) {
       const { label, dist } = distOf(build);
-      for (const kind of ['rlock', 'rlock-fair']) {
+      // The floor once, with the first build: it does not depend on the build.
+      const kinds = build === (builds[0] ?? '.') ? ['floor', 'rlock', 'rlock-fair'] : ['rlock', 'rlock-fair'];
+      for (const kind of kinds) {
         await admin.flushall();
         const reports = await runProcesses(server.port, kind, rounds, processes, dist);
         const split = splits(reports.map((report) => report.times));
@@ -115,7 +124,7 @@ async function main(): Promise<void> {
           return `${(ms * 1000).toFixed(0)} (${(ms / ping).toFixed(1)})`;
         };
         rows.push(
-          `| ${kind === 'rlock' ? 'getLock' : 'getFairLock'} | ${label} | ${split.gap.length} | ${cell(split.prepare)} | ${cell(split.redis)} | ${cell(split.wake)} | ${cell(split.gap)} | ${cpu.toFixed(0)} |`,
+          `| ${SUBJECTS[kind]} | ${kind === 'floor' ? '' : label} | ${split.gap.length} | ${cell(split.prepare)} | ${cell(split.redis)} | ${cell(split.wake)} | ${cell(split.gap)} | ${cpu.toFixed(0)} |`,
         );
       }
     }
