@@ -144,6 +144,45 @@ describe('FairWaiters: hand-offs heard', () => {
     expect([a.woken(), b.woken()]).toEqual(['recheck', undefined]);
   });
 
+  test("a grant to one waiter here has the client's other waiter on the lock look again once the hand-off timeout passes", async () => {
+    jest.useFakeTimers();
+    const a = sleeper('L', 'a');
+    const b = sleeper('L', 'b');
+    waiters.lookAgainIn('L', 30_000);
+    waiters.onHandoffMessage('granted\na\napp:L');
+    await jest.advanceTimersByTimeAsync(0);
+    expect([a.woken(), b.woken()]).toEqual(['granted', undefined]);
+    await jest.advanceTimersByTimeAsync(HANDOFF_TIMEOUT);
+    expect(b.woken()).toBe('recheck');
+  });
+
+  test('a grant to the only waiter here sets no timer: nobody else is to look again', async () => {
+    jest.useFakeTimers();
+    const a = sleeper('L', 'a');
+    // Its last attempt saw a long ttl: the client's look at the lock is set for then.
+    waiters.lookAgainIn('L', 30_000);
+    const timersSet = jest.spyOn(global, 'setTimeout');
+    waiters.onHandoffMessage('granted\na\napp:L');
+    const set = timersSet.mock.calls.length;
+    timersSet.mockRestore();
+    expect(set).toBe(0);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(a.woken()).toBe('granted');
+  });
+
+  test('a message is read by its first two line breaks: the lock name may hold more; others are ignored', async () => {
+    const a = sleeper('L\nM', 'a');
+    const b = sleeper('L', 'b');
+    for (const malformed of ['granted', 'granted\nb', 'granted\nb\n', 'grant\nb\napp:L', '\nb\napp:L'])
+      waiters.onHandoffMessage(malformed);
+    await Promise.resolve();
+    expect([a.woken(), b.woken()]).toEqual([undefined, undefined]);
+    waiters.onHandoffMessage('granted\na\napp:L\nM');
+    await Promise.resolve();
+    expect([a.woken(), b.woken()]).toEqual(['granted', undefined]);
+    expect(unclaimed).toEqual([]);
+  });
+
   test('a grant for an owner with no waiter here is reported, to be given back', () => {
     sleeper('L', 'a');
     waiters.onHandoffMessage('granted\ngone\napp:L');

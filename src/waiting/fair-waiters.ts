@@ -314,18 +314,28 @@ export class FairWaiters {
     if (waiter) waiter.queued = true;
   }
 
-  /** A message on a hand-off channel. */
+  /**
+   * A message on a hand-off channel: `<kind>\n<owner>\n<lock key>`. Read in place, without
+   * splitting it into pieces: it is on the path from a release to the next holder's body.
+   */
   onHandoffMessage(message: string): void {
-    const [kind, ownerId, ...rest] = message.split('\n');
-    if ((kind !== 'granted' && kind !== 'recheck') || ownerId === undefined) return;
-    const key = rest.join('\n');
+    const ownerAt = message.indexOf('\n') + 1;
+    const keyAt = message.indexOf('\n', ownerAt) + 1;
+    if (ownerAt === 0 || keyAt === 0) return;
+    const kind = message.slice(0, ownerAt - 1);
+    if (kind !== 'granted' && kind !== 'recheck') return;
     const { keyPrefix } = this.options;
-    if (!key.startsWith(keyPrefix)) return;
-    const name = key.slice(keyPrefix.length);
+    if (!message.startsWith(keyPrefix, keyAt)) return;
+    const name = message.slice(keyAt + keyPrefix.length);
+    const ownerId = message.slice(ownerAt, keyAt - 1);
     const waiter = this.waiters.get(waiterKey(name, ownerId));
     if (kind === 'recheck') return waiter?.wake(kind);
-    // The lock is held provisionally now, until the grant is confirmed or comes back.
-    this.locks.get(name)?.lookIn(this.options.handoffTimeout);
+    // The lock is held provisionally now, until the grant is confirmed or comes back: this
+    // client's other waiters there look again once that time has passed. The waiter it is for
+    // needs no look (it holds the lock, or looks again at once after a stall), nor a timer set
+    // for it on every hand-off.
+    const watch = this.locks.get(name);
+    if (watch && watch.waiters.size > (waiter ? 1 : 0)) watch.lookIn(this.options.handoffTimeout);
     if (!waiter) return this.options.unclaimed?.(name, ownerId);
     waiter.wake(this.stalls.justStalled ? 'recheck' : 'granted');
   }
