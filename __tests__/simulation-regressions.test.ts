@@ -29,6 +29,14 @@ const FOUND: Array<{ seed: number; what: string }> = [
   // run in its latch, took it for its own and handed the lock on a second time, while the waiter it
   // first went to held it: two holders (also locks/release-copies.test.ts, on a real server).
   { seed: 34, what: 'fair: a re-sent release handed the lock on twice' },
+  // A copy of a fair wait's first attempt (its reply lost), run after a release had handed the lock
+  // to its owner, counted a second hold on top of the hand-off, while the client counted one: the
+  // lock stayed held after the owner's last release (also locks/release-copies.test.ts).
+  { seed: 500127, what: 'fair: a re-sent attempt counted a hold on top of a hand-off' },
+  { seed: 501062, what: 'fair: a re-sent attempt counted a hold on top of a hand-off' },
+  { seed: 501733, what: 'fair: a re-sent attempt counted a hold on top of a hand-off' },
+  { seed: 501964, what: 'fair: a re-sent attempt counted a hold on top of a hand-off' },
+  { seed: 502998, what: 'fair: a re-sent attempt counted a hold on top of a hand-off' },
 ];
 
 describe('simulation seeds that found defects', () => {

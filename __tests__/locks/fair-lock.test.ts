@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type Redis from 'ioredis';
 import type { LockClient, LockLostEvent, RLock } from '../../src';
 import { fifoViolations } from '../helpers/fifo';
@@ -7,6 +8,7 @@ import { eventually, sleep } from '../helpers/wait';
 import { startWorker } from '../helpers/workers';
 import { UNCONFIRMED_POLL_MS } from '../../src/waiting/pubsub/subscriber';
 import { clientAddress, fairHandoffChannel, fairLockKeys } from '../../src/protocol/keys';
+import { LUA_SCRIPTS } from '../../src/protocol/lua.generated';
 import { deployment } from '../helpers/deployment';
 
 const queueKey = (name: string): string => `rlock_fair_queue:{${name}}`;
@@ -179,6 +181,39 @@ describe('fair lock', () => {
     expect(heldFor).toBeGreaterThan(900);
     expect(lost).toEqual([]);
     expect(await admin.exists('fair-confirmed')).toBe(0);
+  });
+
+  test('a re-entry right after a hand-off adds its own hold: it never takes the hand-off over', async () => {
+    const client = redis.client();
+    const admin = redis.admin();
+    const name = 'fair-reentry-after-handoff';
+    const holder = redis.client().getFairLock(name);
+    await holder.lock();
+    let reentered = false;
+    const { done } = await queueUp(admin, client, name, async (lock) => {
+      // The wait that took the hand-off marked the lock contended: a wait would queue at once.
+      await lock.lock();
+      reentered = true;
+      await lock.unlock();
+      await lock.unlock();
+    });
+    // Every fair/acquire.lua attempt from now on, by its mode (ARGV[4]): one that may queue
+    // ('first', 'queued') would take over a hand-off not confirmed yet (see fair/acquire.lua).
+    const acquireScript = createHash('sha1')
+      .update(LUA_SCRIPTS['fair/acquire.lua'] as string)
+      .digest('hex');
+    const monitor = await (await redis.serverOf(name)).connect().monitor();
+    const modes: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === 'evalsha' && args[1] === acquireScript) modes.push(args[14] as string);
+    });
+    await admin.ping();
+    await holder.unlock();
+    await done;
+    expect(reentered).toBe(true);
+    expect(modes.filter((mode) => mode !== 'try')).toEqual([]);
+    expect(await admin.exists(name)).toBe(0);
+    monitor.disconnect();
   });
 
   test('a waiter that times out leaves no place behind', async () => {

@@ -100,3 +100,77 @@ describe('a re-sent copy of a release', () => {
     listener.disconnect();
   });
 });
+
+/**
+ * A copy of a fair wait's attempt that queued (its reply lost, ioredis sent it again) may run only
+ * after a release handed the lock to its owner. Found by the simulation (seeds 500127, 501062,
+ * 501733, 501964 and 502998 of __tests__/simulation-regressions.test.ts): the copy counted
+ * a second hold on top of the hand-off, and its client, taking the copy's answer for its grant,
+ * counted one; its release left the lock held until the lease ran out.
+ */
+describe("a re-sent copy of a fair wait's attempt", () => {
+  const redis = useRedis();
+
+  /** B holds 'copied-attempt' by a hand-off it has not confirmed; C waits behind it. */
+  async function handedToB(): Promise<ReturnType<typeof fairLockKeys>> {
+    const admin = redis.admin();
+    const keys = fairLockKeys('copied-attempt');
+    const [seconds] = await admin.time();
+    const now = Number(seconds) * 1000;
+    await admin.hset(keys.lock, 'B', '1');
+    await admin.pexpire(keys.lock, 1_000);
+    await admin.hset(keys.marker, '', 'B');
+    await admin.pexpire(keys.marker, 3_000);
+    for (const owner of ['B', 'C']) {
+      await admin.rpush(keys.queue, owner);
+      await admin.zadd(keys.deadlines, now + 30_000, owner);
+      await admin.hset(keys.channels, owner, `p:channel-of-${owner}`);
+    }
+    return keys;
+  }
+
+  /** B's attempt of request `request` in `mode`, as fair/acquire.lua takes it. */
+  function attempt(keys: ReturnType<typeof fairLockKeys>, request: string, mode: string): Promise<unknown> {
+    return redis
+      .admin()
+      .eval(
+        LUA_SCRIPTS['fair/acquire.lua'] as string,
+        8,
+        keys.lock,
+        keys.queue,
+        keys.deadlines,
+        keys.marker,
+        keys.channels,
+        keys.redissonQueue,
+        keys.redissonTimeouts,
+        `${holdLatchBase('copied-attempt')}:${request}`,
+        30_000,
+        'B',
+        30_000,
+        mode,
+        holdMarkField(request),
+        1_000,
+        'p:channel-of-B',
+        'publish',
+      );
+  }
+
+  test("takes over the hand-off: one hold, marked as the attempt's, and B out of the queue", async () => {
+    const admin = redis.admin();
+    const keys = await handedToB();
+    expect(await attempt(keys, 'B:7', 'first')).toBeNull();
+    expect(await admin.hgetall(keys.lock)).toEqual({ B: '1', [holdMarkField('B:7')]: 'a' });
+    expect(await admin.hexists(keys.marker, '')).toBe(0);
+    expect(await admin.lrange(keys.queue, 0, -1)).toEqual(['C']);
+    expect(await admin.pttl(keys.lock)).toBeGreaterThan(1_000);
+  });
+
+  test("a re-entry (a 'try') adds its own hold and leaves the hand-off to the confirmation", async () => {
+    const admin = redis.admin();
+    const keys = await handedToB();
+    expect(await attempt(keys, 'B:8', 'try')).toBeNull();
+    expect(await admin.hget(keys.lock, 'B')).toBe('2');
+    expect(await admin.hget(keys.marker, '')).toBe('B');
+    expect(await admin.lrange(keys.queue, 0, -1)).toEqual(['B', 'C']);
+  });
+});

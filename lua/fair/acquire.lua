@@ -66,8 +66,11 @@ else
   if count then
     -- A release handed us the lock while we waited (and its message may have been lost, or come
     -- too late to trust): take it over with our own lease, marked as this request's hold so that a
-    -- withdrawal can give it back.
-    if mode == 'queued' and redis.call('hget', marker, PENDING) == owner then
+    -- withdrawal can give it back. So does a wait's first attempt that arrives only now: a copy
+    -- of one that queued, re-sent after its reply was lost. A hold the owner's client counts
+    -- already is re-entered with 'try' (see AcquiringLock.acquireAdmitted): it adds its own hold and
+    -- leaves the hand-off to the confirmation.
+    if mode ~= 'try' and redis.call('hget', marker, PENDING) == owner then
       claim_handoff(lock, queue, deadlines, marker, channels, owner, lease, field, ttl)
       return nil
     end

@@ -88,7 +88,13 @@ export class FairLock extends BaseLock {
     return this.context.contention.recent(this.name);
   }
 
-  /** An attempt by fair/acquire.lua, which may queue the owner (kind 'first', 'queued'). */
+  /**
+   * An attempt by fair/acquire.lua, which may queue the owner (kind 'first', 'queued'), or take
+   * over a hand-off that reached it (the copy of an attempt that queued, re-sent after its reply
+   * was lost, may run only after the release that handed the lock on). A re-entry, by an owner
+   * that holds the lock by this client's count, goes as a 'try' whatever its kind: it adds a hold
+   * of its own and leaves a hand-off not confirmed yet to its confirmation, which this client sends.
+   */
   private fullAttempt(
     owner: string,
     leaseMs: number,
@@ -99,18 +105,19 @@ export class FairLock extends BaseLock {
     const publish = context.publishCommand();
     // Known after the client's first calls: the attempt goes out without waiting for anything.
     if (typeof publish !== 'string') return publish.then(() => this.fullAttempt(owner, leaseMs, latch, kind));
+    const mode = context.book.get(this.name, owner) ? 'try' : scriptMode(kind);
     const ttl = acquireFairLock(context.redis, this.keysWith(latch), [
       leaseMs,
       owner,
       context.fairLockWaitTimeout,
-      scriptMode(kind),
+      mode,
       this.markOf(latch),
       context.fairLockHandoffTimeout,
       clientAddress(this.handoffChannel(publish), context.keyPrefix, addressWay(publish, context.cluster)),
       publish,
     ]);
     // A 'try' only takes a free lock: nothing to do with its answer but to read it.
-    return kind === 'try' ? ttl.then(ttlOf) : ttl.then((answer) => this.afterQueuedAttempt(owner, answer));
+    return mode === 'try' ? ttl.then(ttlOf) : ttl.then((answer) => this.afterQueuedAttempt(owner, answer));
   }
 
   /**

@@ -147,8 +147,10 @@ export abstract class AcquiringLock extends ReleasingLock {
       context.closing.throwIfAborted();
       const first = firstAttemptOf(waitTime, context.calls.commandTimeout, this.wakeSourceFirst);
       acquisition.deadline = first.deadline;
-      // A lock seen contended a moment ago is most likely held still: the wait begins at once.
-      if (first.kind !== 'try' && this.queuesAtOnce()) return this.waitFor(acquisition, undefined, waitTime);
+      // A lock seen contended a moment ago is most likely held still: the wait begins at once;
+      // unless the owner holds it, and this is a re-entry.
+      if (first.kind !== 'try' && this.queuesAtOnce() && !context.book.get(this.name, acquisition.owner))
+        return this.waitFor(acquisition, undefined, waitTime);
       return acquisition.firstAttempt(first.kind, first.budget);
     } catch (error) {
       return Promise.reject(this.acquisitionFailed(acquisition, error));
