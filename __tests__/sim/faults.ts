@@ -137,7 +137,10 @@ export class FaultPlan {
         const ms = random.int(50, 1500);
         world.network.serverDown(server);
         server.restart(kind === 'server restarted, data kept');
-        if (kind === 'server restarted, data lost') world.dataLost = true;
+        if (kind === 'server restarted, data lost') {
+          world.dataLost = true;
+          world.dataLosses += 1;
+        }
         this.note(kind, `${server.name} down for ${ms} ms`, onServer);
         later(ms, () => {
           server.state = 'up';

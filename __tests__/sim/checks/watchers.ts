@@ -75,7 +75,8 @@ export class Watchers {
       entry.fair = fair;
       watch.onGrant = (grant) => fair.granted(grant);
     }
-    if (kind === 'fenced') entry.tokens = new TokenOrder(name, fencingTokenKey(name), fail);
+    if (kind === 'fenced')
+      entry.tokens = new TokenOrder(name, fencingTokenKey(name), fail, () => this.world.dataLosses);
     this.locks.push(entry);
   }
 

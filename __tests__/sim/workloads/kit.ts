@@ -105,6 +105,9 @@ export function followEvents(sim: SimClient, lost: Map<string, number>, world: W
     // whatever the release answered: the hash is read, not only the answer.
     const task = tasks.getStore();
     if (!task?.lastRelease || task.lastRelease.ownerId !== event.ownerId) return;
+    // The release of a hold taken after the last one (a re-entry inside it, its release sent again
+    // in the background and answered only now) is not the last release: the last is still to come.
+    if (event.heldMs !== undefined && world.now - event.heldMs > task.lastRelease.acquiredAt + 1e-6) return;
     if ((lost.get(`${event.name} ${event.ownerId}`) ?? -Infinity) >= task.lastRelease.acquiredAt) return;
     if (!event.freed) {
       world.fail(

@@ -36,6 +36,8 @@ export class World {
   traceEnabled = false;
   /** A server restarted without its data: counters Redisson keeps for good (permits) are gone. */
   dataLost = false;
+  /** How many times a server restarted without its data so far. */
+  dataLosses = 0;
   private deactivate: (() => void) | undefined;
 
   constructor(readonly seed: number) {
