@@ -335,15 +335,18 @@ export abstract class AcquiringLock extends ReleasingLock {
   }
 
   /**
-   * Confirms a hand-off once the new holder's body has begun (setImmediate: after it ran up to its
-   * first wait), not before: the send cost two thirds of the time from the hand-off message to the
-   * body. Nothing the body sends first needs it: a re-entry adds its own hold and leaves the
-   * hand-off to the confirmation (fair/acquire.lua), and a release gives the unconfirmed hold back
-   * as any hold of its owner (its place in the queue with it), after which there is nothing left to
-   * confirm.
+   * Confirms a hand-off once the new holder's body has begun, not before: the send cost two thirds
+   * of the time from the hand-off message to the body. A grant of a hand-off runs in a microtask
+   * (the wait's continuation), and a tick callback queued from one runs once the microtasks are
+   * done: after the body's continuation ran up to its first wait. (setImmediate, which waits for the
+   * loop's next check phase, cost the step from the message to the body 13 µs more with eight
+   * processes on two cores.) Nothing the body sends first needs it: a re-entry adds its own hold
+   * and leaves the hand-off to the confirmation (fair/acquire.lua), and a release gives the
+   * unconfirmed hold back as any hold of its owner (its place in the queue with it), after which
+   * there is nothing left to confirm.
    */
   protected confirmSoon(owner: string, leaseMs: number, hold: Hold): void {
-    setImmediate(() => {
+    process.nextTick(() => {
       if (this.context.book.get(this.name, owner)?.holds.includes(hold))
         void this.confirm(owner, leaseMs, hold);
     });
