@@ -130,7 +130,7 @@ local function keep_queue_alive(queue, deadlines, channels, ms)
   end
 end
 
--- Drops the waiters whose clients stopped refreshing their places.
+-- Drops the waiters whose clients stopped refreshing their places; true when there were any.
 local function purge_dead(queue, deadlines, marker, channels, now)
   local dead = redis.call('zrangebyscore', deadlines, '-inf', now)
   for _, owner in ipairs(dead) do
@@ -140,6 +140,7 @@ local function purge_dead(queue, deadlines, marker, channels, now)
     redis.call('hdel', channels, owner)
   end
   if #dead > 0 then leave_redisson_if_done(queue) end
+  return #dead > 0
 end
 
 -- The first queued owner whose turn it can be: not passed over, not waiting for a hand-off of its
@@ -216,10 +217,12 @@ end
 -- meanwhile. Whoever's script made the grant watches it: if it is not taken up (its waiter is
 -- gone), that client has fair/settle.lua hand the lock on once the grant has run out. Returns true
 -- when it granted the lock. `handoff_ms` may be the script's argument as sent: text goes to Redis
--- as it is, a Lua number through sprintf.
-local function hand_on(lock, queue, deadlines, marker, channels, now, handoff_ms, free)
+-- as it is, a Lua number through sprintf. `marked`, when the caller knows it: whether the marker
+-- exists (read once per script on the path of every hand-off).
+local function hand_on(lock, queue, deadlines, marker, channels, now, handoff_ms, free, marked)
   if not free and redis.call('exists', lock) == 1 then return false end
-  purge_dead(queue, deadlines, marker, channels, now)
+  -- A waiter dropped takes its field of the marker with it: the marker may be gone now.
+  if purge_dead(queue, deadlines, marker, channels, now) then marked = nil end
   local redissons_turn = false
   local redisson_waits = redis.call('exists', redisson.queue) == 1
   if redisson_waits then
@@ -243,7 +246,8 @@ local function hand_on(lock, queue, deadlines, marker, channels, now, handoff_ms
     if redis.call('exists', queue) == 1 then keep_redisson_place(now) end
     return false
   end
-  local fresh = redis.call('exists', marker) == 0
+  local fresh
+  if marked == nil then fresh = redis.call('exists', marker) == 0 else fresh = not marked end
   local head
   if fresh then
     -- Nothing pending or passed over, the common case: the head's turn.
@@ -275,10 +279,13 @@ end
 -- neither, the common case, a script need not define these helpers at all): a hand-off to `owner`
 -- that it had not confirmed is used up, and the lock goes straight to the next waiter, if any.
 local function hand_on_released(lock, queue, deadlines, marker, channels, owner, handoff_ms)
-  if redis.call('hget', marker, PENDING) == owner then
+  -- Without a marker, the common case, nothing is pending: one read instead of two.
+  local marked = redis.call('exists', marker) == 1
+  if marked and redis.call('hget', marker, PENDING) == owner then
     redis.call('hdel', marker, PENDING)
     remove_place(queue, deadlines, channels, owner)
     if redis.call('exists', queue, redisson.queue) == 0 then return false end
+    marked = nil
   end
-  return hand_on(lock, queue, deadlines, marker, channels, server_ms(), handoff_ms, true)
+  return hand_on(lock, queue, deadlines, marker, channels, server_ms(), handoff_ms, true, marked)
 end
