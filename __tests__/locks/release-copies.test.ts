@@ -8,6 +8,12 @@ import {
 import { LUA_SCRIPTS } from '../../src/protocol/lua.generated';
 import { useRedis } from '../helpers/setup';
 
+/** A fair lock's seven keys, in the order its scripts take them (KEYS[1..7]). */
+function queueKeysOf(keys: ReturnType<typeof fairLockKeys>): string[] {
+  const { lock, queue, deadlines, marker, channels, redissonQueue, redissonTimeouts } = keys;
+  return [lock, queue, deadlines, marker, channels, redissonQueue, redissonTimeouts];
+}
+
 /**
  * A copy of a release (ioredis re-sends a command whose reply a reconnect lost) answers as the
  * release did and changes nothing more, even when the lock has changed hands since. Found by the
@@ -41,13 +47,7 @@ describe('a re-sent copy of a release', () => {
       admin.eval(
         script('fair/release.lua'),
         8,
-        keys.lock,
-        keys.queue,
-        keys.deadlines,
-        keys.marker,
-        keys.channels,
-        keys.redissonQueue,
-        keys.redissonTimeouts,
+        ...queueKeysOf(keys),
         latch,
         'A',
         30_000,
@@ -136,13 +136,7 @@ describe("a re-sent copy of a fair wait's attempt", () => {
       .eval(
         LUA_SCRIPTS['fair/acquire.lua'] as string,
         8,
-        keys.lock,
-        keys.queue,
-        keys.deadlines,
-        keys.marker,
-        keys.channels,
-        keys.redissonQueue,
-        keys.redissonTimeouts,
+        ...queueKeysOf(keys),
         `${holdLatchBase('copied-attempt')}:${request}`,
         30_000,
         'B',
