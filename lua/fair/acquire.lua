@@ -68,7 +68,7 @@ else
     -- too late to trust): take it over with our own lease, marked as this request's hold so that a
     -- withdrawal can give it back. So does a wait's first attempt that arrives only now: a copy
     -- of one that queued, re-sent after its reply was lost. A hold the owner's client counts
-    -- already is re-entered with 'try' (see AcquiringLock.acquireAdmitted): it adds its own hold and
+    -- already is re-entered with 'try' (see FairLock.fullAttempt): it adds its own hold and
     -- leaves the hand-off to the confirmation.
     if mode ~= 'try' and redis.call('hget', marker, PENDING) == owner then
       claim_handoff(lock, queue, deadlines, marker, channels, owner, lease, field, ttl)
