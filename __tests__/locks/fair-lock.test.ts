@@ -197,8 +197,8 @@ describe('fair lock', () => {
       await lock.unlock();
       await lock.unlock();
     });
-    // Every fair/acquire.lua attempt from now on, by its mode (ARGV[4]): one that may queue
-    // ('first', 'queued') would take over a hand-off not confirmed yet (see fair/acquire.lua).
+    // Every fair/acquire.lua attempt from now on, by its mode (ARGV[4]): a 'first' or 'queued' one
+    // would take over a hand-off not confirmed yet (see fair/acquire.lua).
     const acquireScript = createHash('sha1')
       .update(LUA_SCRIPTS['fair/acquire.lua'] as string)
       .digest('hex');
@@ -211,9 +211,29 @@ describe('fair lock', () => {
     await holder.unlock();
     await done;
     expect(reentered).toBe(true);
-    expect(modes.filter((mode) => mode !== 'try')).toEqual([]);
+    expect(modes.filter((mode) => mode === 'first' || mode === 'queued')).toEqual([]);
     expect(await admin.exists(name)).toBe(0);
     monitor.disconnect();
+  });
+
+  test('a re-entry whose hold Redis no longer has queues: it holds at the next release, in turn', async () => {
+    const name = 'fair-reentry-of-a-lost-hold';
+    const a = redis.client({ watchdogTimeout: 3_000 }).getFairLock(name);
+    const b = redis.client({ watchdogTimeout: 3_000 }).getFairLock(name);
+    await a.lock();
+    // Gone from Redis while A's client still counts it (an operator's DEL; forceUnlock elsewhere).
+    await redis.admin().del(name);
+    await b.lock();
+    let heldAt = 0;
+    const reentry = a.lock().then(() => (heldAt = performance.now()));
+    await sleep(300);
+    const releasedAt = performance.now();
+    await b.unlock();
+    await reentry;
+    // At B's release, not when B's lease would have run out (3 s).
+    expect(heldAt - releasedAt).toBeLessThan(1_000);
+    await a.unlock().catch(() => undefined);
+    await a.unlock().catch(() => undefined);
   });
 
   test('a waiter that times out leaves no place behind', async () => {

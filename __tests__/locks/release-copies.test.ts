@@ -129,8 +129,16 @@ describe("a re-sent copy of a fair wait's attempt", () => {
     return keys;
   }
 
-  /** B's attempt of request `request` in `mode`, as fair/acquire.lua takes it. */
-  function attempt(keys: ReturnType<typeof fairLockKeys>, request: string, mode: string): Promise<unknown> {
+  /**
+   * B's attempt of request `request` in `mode`, as fair/acquire.lua takes it, from the client at
+   * `address` (by default the one the hand-off went to).
+   */
+  function attempt(
+    keys: ReturnType<typeof fairLockKeys>,
+    request: string,
+    mode: string,
+    address = 'p:channel-of-B',
+  ): Promise<unknown> {
     return redis
       .admin()
       .eval(
@@ -144,7 +152,7 @@ describe("a re-sent copy of a fair wait's attempt", () => {
         mode,
         holdMarkField(request),
         1_000,
-        'p:channel-of-B',
+        address,
         'publish',
       );
   }
@@ -159,12 +167,23 @@ describe("a re-sent copy of a fair wait's attempt", () => {
     expect(await admin.pttl(keys.lock)).toBeGreaterThan(1_000);
   });
 
-  test("a re-entry (a 'try') adds its own hold and leaves the hand-off to the confirmation", async () => {
+  test.each(['reenter', 'try'])(
+    'a re-entry (%s) adds its own hold and leaves the hand-off to the confirmation',
+    async (mode) => {
+      const admin = redis.admin();
+      const keys = await handedToB();
+      expect(await attempt(keys, 'B:8', mode)).toBeNull();
+      expect(await admin.hget(keys.lock, 'B')).toBe('2');
+      expect(await admin.hget(keys.marker, '')).toBe('B');
+      expect(await admin.lrange(keys.queue, 0, -1)).toEqual(['B', 'C']);
+    },
+  );
+
+  test("a first attempt of the same owner id from another client re-enters: the hand-off stays its waiter's", async () => {
     const admin = redis.admin();
     const keys = await handedToB();
-    expect(await attempt(keys, 'B:8', 'try')).toBeNull();
+    expect(await attempt(keys, 'B:9', 'first', 'p:channel-of-another-client')).toBeNull();
     expect(await admin.hget(keys.lock, 'B')).toBe('2');
     expect(await admin.hget(keys.marker, '')).toBe('B');
-    expect(await admin.lrange(keys.queue, 0, -1)).toEqual(['B', 'C']);
   });
 });

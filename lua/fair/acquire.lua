@@ -11,7 +11,9 @@
   ARGV[1]  lease in ms
   ARGV[2]  owner id
   ARGV[3]  waiter timeout in ms: how long a place lives without a refresh
-  ARGV[4]  mode: 'try' (never queue), 'first' (queue when it must wait), 'queued' (already queued)
+  ARGV[4]  mode: 'try' (never queue), 'first' (queue when it must wait), 'queued' (already queued),
+           'reenter' (as 'first', by an owner its client counts as holding: never takes a hand-off
+           over)
   ARGV[5]  the request's mark field (see include/holds.lua)
   ARGV[6]  hand-off timeout in ms: how long a hand-off this attempt makes waits for its owner to
            confirm it
@@ -66,11 +68,13 @@ else
   if count then
     -- A release handed us the lock while we waited (and its message may have been lost, or come
     -- too late to trust): take it over with our own lease, marked as this request's hold so that a
-    -- withdrawal can give it back. So does a wait's first attempt that arrives only now: a copy
-    -- of one that queued, re-sent after its reply was lost. A hold the owner's client counts
-    -- already is re-entered with 'try' (see FairLock.fullAttempt): it adds its own hold and
-    -- leaves the hand-off to the confirmation.
-    if mode ~= 'try' and redis.call('hget', marker, PENDING) == owner then
+    -- withdrawal can give it back. So does a wait's first attempt from the client the hand-off
+    -- went to (its address is the place's): a copy of one that queued, re-sent after its reply was
+    -- lost, that runs only now. A 'reenter' (an owner its client counts as holding), or a first
+    -- attempt of the same owner id from another client, adds its own hold and leaves the hand-off
+    -- to the confirmation.
+    if (mode == 'queued' or mode == 'first') and redis.call('hget', marker, PENDING) == owner
+      and (mode == 'queued' or redis.call('hget', channels, owner) == ARGV[7]) then
       claim_handoff(lock, queue, deadlines, marker, channels, owner, lease, field, ttl)
       return nil
     end

@@ -92,8 +92,9 @@ export class FairLock extends BaseLock {
    * An attempt by fair/acquire.lua, which may queue the owner (kind 'first', 'queued'), or take
    * over a hand-off that reached it (the copy of an attempt that queued, re-sent after its reply
    * was lost, may run only after the release that handed the lock on). A re-entry, by an owner
-   * that holds the lock by this client's count, goes as a 'try' whatever its kind: it adds a hold
-   * of its own and leaves a hand-off not confirmed yet to its confirmation, which this client sends.
+   * that holds the lock by this client's count, goes as a 'reenter': it adds a hold of its own and
+   * leaves a hand-off not confirmed yet to its confirmation, which this client sends; and if Redis
+   * no longer has the owner's hold (forceUnlock, a lease lost unnoticed so far), it queues.
    */
   private fullAttempt(
     owner: string,
@@ -105,7 +106,7 @@ export class FairLock extends BaseLock {
     const publish = context.publishCommand();
     // Known after the client's first calls: the attempt goes out without waiting for anything.
     if (typeof publish !== 'string') return publish.then(() => this.fullAttempt(owner, leaseMs, latch, kind));
-    const mode = context.book.get(this.name, owner) ? 'try' : scriptMode(kind);
+    const mode = kind !== 'try' && context.book.get(this.name, owner) ? 'reenter' : scriptMode(kind);
     const ttl = acquireFairLock(context.redis, this.keysWith(latch), [
       leaseMs,
       owner,

@@ -40,7 +40,7 @@ export const acquireFairLock = defineScript<
     leaseMs: number,
     ownerId: string,
     waiterTimeoutMs: number,
-    mode: 'try' | 'first' | 'queued',
+    mode: 'try' | 'first' | 'queued' | 'reenter',
     markField: string,
     handoffTimeoutMs: number,
     /** Where this owner's client hears hand-offs (see clientAddress). */
