@@ -315,6 +315,31 @@ describe('time budgets, other faults', () => {
     await eventually('given back', async () => (await redis.admin().exists('cut')) === 0, 5_000);
   }, 20_000);
 
+  test('an attempt ioredis sends again after an outage longer than its withdrawal: what it takes is given back', async () => {
+    // enableOfflineQueue: false fails the withdrawal at once while the connection is down, so it
+    // gives up when its window (the lease) closes; ioredis still holds the attempt, written before
+    // the cut, and sends it again once Redis is reachable: it takes the lock with nobody waiting.
+    const { proxy } = await redis.clientThroughProxy();
+    const connection = redis.server().connect({ port: proxy.port, enableOfflineQueue: false });
+    const client = redis.client({ commandTimeout: 200 }, connection);
+    const lock = client.getLock('resent-late');
+    await lock.withLock(() => undefined);
+    const leaseTime = 2_500;
+    proxy.dropReplies(); // the attempt runs, its answer is lost
+    const attempt = timed(lock.tryLock({ leaseTime }));
+    await sleep(50);
+    await proxy.outOfReachFor(leaseTime + 1_000);
+    expectUnavailable(await attempt, 'resent-late');
+    await eventually('reconnected', () => connection.status === 'ready', 10_000);
+    const back = performance.now();
+    await eventually('given back', async () => (await redis.admin().exists('resent-late')) === 0, 5_000);
+    const heldForMs = performance.now() - back;
+    reportFault('attempt sent again after its withdrawal gave up', { heldAfterReconnectMs: Math.round(heldForMs) });
+    expect(heldForMs).toBeLessThan(leaseTime / 2);
+    expect(await lock.tryLock()).toBe(true);
+    await lock.unlock();
+  }, 20_000);
+
   test('a server slower than commandTimeout: lock() takes the grant that comes late, and holds it', async () => {
     const { client, proxy } = await redis.clientThroughProxy({ commandTimeout: COMMAND_TIMEOUT });
     await client.getLock('slow-warm').withLock(() => undefined);

@@ -8,6 +8,8 @@ export class FaultProxy {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private droppingReplies = false;
+  /** New connections are closed as they come (a server out of reach). */
+  private refusing = false;
   /** How long each reply is held back, in ms. */
   private replyDelay = 0;
   /** How long each request is held back on its way to Redis, in ms. */
@@ -16,6 +18,10 @@ export class FaultProxy {
 
   constructor(private readonly targetPort: number) {
     this.server = createServer((client) => {
+      if (this.refusing) {
+        client.destroy();
+        return;
+      }
       const upstream = new Socket();
       upstream.connect(this.targetPort, '127.0.0.1');
       this.sockets.add(client).add(upstream);
@@ -64,6 +70,14 @@ export class FaultProxy {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
     this.droppingReplies = false;
+  }
+
+  /** Cuts every connection and, until `ms` have passed, closes every new one as it comes. */
+  async outOfReachFor(ms: number): Promise<void> {
+    this.refusing = true;
+    this.resetConnections();
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    this.refusing = false;
   }
 
   /**

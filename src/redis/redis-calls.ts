@@ -33,6 +33,13 @@ export interface CallLimits<T, R = T> {
    */
   onOrphaned?: (fate: Fate<T>) => void;
   /**
+   * Learns the answer of a command onOrphaned was told nobody can tell the fate of, when it comes
+   * after all: ioredis holds a command written before a reconnect and sends it again once the
+   * connection is back, however long that takes, so a command taken as lost may still run, and
+   * whatever was done about it (a withdrawal that gave up while Redis was away) may be too early.
+   */
+  onAnsweredAfterAll?: (value: T) => void;
+  /**
    * A command whose outcome must be learned (a release, a withdrawal: see RedisCalls.resend): when
    * the caller is not told whether it ran, it is sent again in the background until this
    * performance.now() time (its window's close). Held by the call itself rather than in closures,
@@ -219,6 +226,8 @@ class CallInFlight<T, R> implements PendingCall, Deadline, ReadyWaiter {
   /** The command went out: from then on, giving up on it leaves a fate to learn. */
   private dispatched = false;
   private fateKnown = false;
+  /** onOrphaned was told that nobody can tell whether the command ran (see onAnsweredAfterAll). */
+  private toldUnknown = false;
   /** The call settled before the command's answer came: its fate goes to onOrphaned. */
   private settledWithoutIt = false;
   /** Sent again in the background already (see resendInBackground). */
@@ -344,6 +353,7 @@ class CallInFlight<T, R> implements PendingCall, Deadline, ReadyWaiter {
     const inTime = this.finish();
     // The truth about a command sent again meanwhile, however late (see resendInBackground).
     if (!inTime && this.resent) this.lateAnswer = { value };
+    if (this.toldUnknown) this.limits.onAnsweredAfterAll?.(value);
     // Learned first: a caller that goes on from the answer (see CallLimits.answered) may send the
     // lane's next call at once.
     this.learn({ ran: true, value });
@@ -404,6 +414,7 @@ class CallInFlight<T, R> implements PendingCall, Deadline, ReadyWaiter {
     // A microtask later, as the lane's next call went out before: not inside this call's answer.
     if (next) for (const go of next) queueMicrotask(go);
     if (!fate || !this.settledWithoutIt) return;
+    this.toldUnknown = fate.ran === 'unknown';
     this.limits.onOrphaned?.(fate);
     if (fate.ran === 'unknown' && this.resends) this.resendInBackground();
   }

@@ -182,6 +182,18 @@ abstract class AttemptCallBase {
     void acquisition.lock.withdrawInBackground(acquisition.owner, this.latch, acquisition.leaseMs);
   }
 
+  /**
+   * An attempt taken as lost ran after all (ioredis sent it again after a reconnect) and took the
+   * lock: its withdrawal may have run before it, or given up while Redis was away, so it is
+   * withdrawn once more. Never adopted: a withdrawal still under way may give the grant back. A
+   * second withdrawal changes nothing the first did (the latch says 'w'; no mark, no hold).
+   */
+  onAnsweredAfterAll(ttl: number | null | typeof ADOPTED): void {
+    if (ttl !== null) return;
+    const { acquisition } = this;
+    void acquisition.lock.withdrawInBackground(acquisition.owner, this.latch, acquisition.leaseMs);
+  }
+
   private grant(): void {
     this.acquisition.grantLatch = this.latch;
     this.acquisition.grantSentAt = this.sentAt;
