@@ -26,12 +26,16 @@ if remembered then return freed end
 -- No hand-off pending and nobody waiting, the common case: one call says so, and the hand-off's
 -- helpers (and the clock's) are not even defined: Lua makes a closure of every local function it
 -- passes, on every run (see docs/hot-path.md).
-if freed == 1 and redis.call('exists', KEYS[4], KEYS[2], KEYS[6]) > 0 then
+local pending = freed == 1 and redis.call('exists', KEYS[4], KEYS[2], KEYS[6])
+if pending and pending > 0 then
 --@include include/clock.lua
 --@include include/addresses.lua
 --@include include/fair-queue.lua
   redisson_side(KEYS[6], KEYS[7], ARGV[6])
-  if hand_on_released(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[3]) then
+  -- One of the three, and the queue has a head: it is the queue, without a marker or Redisson's
+  -- waiters, the contended case; reading the other two again would cost two calls per hand-off.
+  local queue_head = pending == 1 and redis.call('lindex', KEYS[2], 0) or nil
+  if hand_on_released(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[3], queue_head) then
     return freed + HANDED_ON
   end
 end

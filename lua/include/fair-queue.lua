@@ -218,13 +218,18 @@ end
 -- gone), that client has fair/settle.lua hand the lock on once the grant has run out. Returns true
 -- when it granted the lock. `handoff_ms` may be the script's argument as sent: text goes to Redis
 -- as it is, a Lua number through sprintf. `marked`, when the caller knows it: whether the marker
--- exists (read once per script on the path of every hand-off).
-local function hand_on(lock, queue, deadlines, marker, channels, now, handoff_ms, free, marked)
+-- exists (read once per script on the path of every hand-off). `queue_head`, when the caller read
+-- it and knows that neither a marker nor Redisson's queue exists: the head of the queue (no read of
+-- either is needed then, unless a waiter is dropped).
+local function hand_on(lock, queue, deadlines, marker, channels, now, handoff_ms, free, marked, queue_head)
   if not free and redis.call('exists', lock) == 1 then return false end
-  -- A waiter dropped takes its field of the marker with it: the marker may be gone now.
-  if purge_dead(queue, deadlines, marker, channels, now) then marked = nil end
+  -- A waiter dropped takes its field of the marker with it: the marker may be gone now, and the
+  -- head read before may be gone with it.
+  if purge_dead(queue, deadlines, marker, channels, now) then
+    marked, queue_head = nil, nil
+  end
   local redissons_turn = false
-  local redisson_waits = redis.call('exists', redisson.queue) == 1
+  local redisson_waits = not queue_head and redis.call('exists', redisson.queue) == 1
   if redisson_waits then
     local head = redisson_head(now)
     if head == REDISSON_PLACE and redis.call('exists', queue) == 0 then
@@ -247,9 +252,13 @@ local function hand_on(lock, queue, deadlines, marker, channels, now, handoff_ms
     return false
   end
   local fresh
-  if marked == nil then fresh = redis.call('exists', marker) == 0 else fresh = not marked end
-  local head
-  if fresh then
+  if queue_head then fresh = true
+  elseif marked == nil then fresh = redis.call('exists', marker) == 0
+  else fresh = not marked end
+  local head = queue_head
+  if head then
+    -- Read by the caller: nothing pending, nobody dropped.
+  elseif fresh then
     -- Nothing pending or passed over, the common case: the head's turn.
     head = redis.call('lindex', queue, 0)
   else
@@ -278,7 +287,11 @@ end
 -- After `owner`'s last hold is gone, when a marker or a queue (rlock's or Redisson's) exists (its caller checks: with
 -- neither, the common case, a script need not define these helpers at all): a hand-off to `owner`
 -- that it had not confirmed is used up, and the lock goes straight to the next waiter, if any.
-local function hand_on_released(lock, queue, deadlines, marker, channels, owner, handoff_ms)
+-- `queue_head`: see hand_on (nothing is pending then: no marker).
+local function hand_on_released(lock, queue, deadlines, marker, channels, owner, handoff_ms, queue_head)
+  if queue_head then
+    return hand_on(lock, queue, deadlines, marker, channels, server_ms(), handoff_ms, true, false, queue_head)
+  end
   -- Without a marker, the common case, nothing is pending: one read instead of two.
   local marked = redis.call('exists', marker) == 1
   if marked and redis.call('hget', marker, PENDING) == owner then
