@@ -72,6 +72,8 @@ export class Acquisition implements Lane {
   deadline = Infinity;
   /** How long the acquisition may wait once past the owner's gate, in ms (-1: without limit). */
   waitTime = -1;
+  /** Latches of attempts that took the lock after all, withdrawn once the wait is over. */
+  private grantsAfterAll?: string[];
 
   constructor(
     readonly lock: AttemptTarget,
@@ -107,6 +109,29 @@ export class Acquisition implements Lane {
   end(took: boolean): void {
     this.waiting = false;
     if (!took) void this.undoGrant();
+    const latches = this.grantsAfterAll;
+    if (!latches) return;
+    this.grantsAfterAll = undefined;
+    // After the confirmation of a hand-off that ended the wait: it is sent on the next tick, and
+    // must reach Redis first (see withdrawAfterAll).
+    setImmediate(() => {
+      for (const latch of latches) void this.lock.withdrawInBackground(this.owner, latch, this.leaseMs);
+    });
+  }
+
+  /**
+   * Withdraws, once more, the request of an attempt taken as lost that took the lock after all
+   * (ioredis sent it again after a reconnect), whose first withdrawal may have run before it, or
+   * given up while Redis was away. Never adopted: a withdrawal still under way may yet give the
+   * grant back. A second withdrawal changes nothing the first did (the latch says 'w'; no mark, no
+   * hold). While the wait goes on, it waits for its end: a fair lock's attempt may have claimed a
+   * hand-off to this owner whose message is still on its way, and the wait that takes it holds
+   * the lock through that claim until its confirmation adds a hold of its own; withdrawn before,
+   * the claim would free the lock under the new holder.
+   */
+  withdrawAfterAll(latch: string): void {
+    if (this.waiting) (this.grantsAfterAll ??= []).push(latch);
+    else void this.lock.withdrawInBackground(this.owner, latch, this.leaseMs);
   }
 
   /** Gives back this wait's grant, if it has one (the caller stopped waiting as it came). */
@@ -182,16 +207,9 @@ abstract class AttemptCallBase {
     void acquisition.lock.withdrawInBackground(acquisition.owner, this.latch, acquisition.leaseMs);
   }
 
-  /**
-   * An attempt taken as lost ran after all (ioredis sent it again after a reconnect) and took the
-   * lock: its withdrawal may have run before it, or given up while Redis was away, so it is
-   * withdrawn once more. Never adopted: a withdrawal still under way may give the grant back. A
-   * second withdrawal changes nothing the first did (the latch says 'w'; no mark, no hold).
-   */
+  /** An attempt taken as lost ran after all and took the lock: see Acquisition.withdrawAfterAll. */
   onAnsweredAfterAll(ttl: number | null | typeof ADOPTED): void {
-    if (ttl !== null) return;
-    const { acquisition } = this;
-    void acquisition.lock.withdrawInBackground(acquisition.owner, this.latch, acquisition.leaseMs);
+    if (ttl === null) this.acquisition.withdrawAfterAll(this.latch);
   }
 
   private grant(): void {
