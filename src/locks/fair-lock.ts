@@ -27,6 +27,12 @@ import { scriptMode, type AttemptKind, type StepLimits, type WakeSource } from '
 import { BaseLock } from './base/base-lock';
 import type { LockContext } from '../context';
 
+/**
+ * The share of fairLockHandoffTimeout a hand-off's confirmation may take: the rest is the margin
+ * for the message's own way from the release to this client (see FairLock.confirmHandoff).
+ */
+const PROVISIONAL_SHARE = 0.75;
+
 /** An attempt's answer, whether or not it came in a table (see afterQueuedAttempt). */
 function ttlOf(answer: number | [number] | null): number | null {
   return Array.isArray(answer) ? answer[0] : answer;
@@ -290,15 +296,30 @@ export class FairLock extends BaseLock {
   }
 
   /**
-   * Confirms a hand-off within the time it waits for that (fairLockHandoffTimeout, or the
-   * commandTimeout when shorter): an answer that comes later may come after the hand-off went on.
+   * Confirms a hand-off granted (its message read) at `grantedAt`, while the grant surely lasts:
+   * an answer that comes later may come after the hand-off went on. The release's grant lasts
+   * fairLockHandoffTimeout from when it ran, before the message came, and the next waiter may
+   * hold the lock a moment after it ends: the body that started on the message is told it lost
+   * the lock (lockLost 'handoff-lost', its signal aborted) a quarter of that timeout before, not in
+   * a tie with the next holder's start. (Within the commandTimeout, when shorter.)
    */
-  protected override async confirmHandoff(owner: string, leaseMs: number, latch: string): Promise<boolean> {
+  protected override async confirmHandoff(
+    owner: string,
+    leaseMs: number,
+    latch: string,
+    grantedAt: number,
+  ): Promise<boolean> {
     const { context } = this;
+    const surelyHeldUntil = grantedAt + context.fairLockHandoffTimeout * PROVISIONAL_SHARE;
+    // Whole ms, the same on the usual path (sent a tick after the grant): calls with one budget share a queue.
+    const budget = Math.max(
+      1,
+      Math.min(context.calls.commandTimeout, Math.floor(surelyHeldUntil - performance.now())),
+    );
     const confirmed = await this.call(
       'confirm',
       () => confirmFairHandoff(context.redis, this.keysWith(latch), [owner, leaseMs, this.markOf(latch)]),
-      { budget: Math.min(context.fairLockHandoffTimeout, context.calls.commandTimeout) },
+      { budget },
     );
     return confirmed === 1;
   }
