@@ -334,7 +334,9 @@ describe('time budgets, other faults', () => {
     const back = performance.now();
     await eventually('given back', async () => (await redis.admin().exists('resent-late')) === 0, 5_000);
     const heldForMs = performance.now() - back;
-    reportFault('attempt sent again after its withdrawal gave up', { heldAfterReconnectMs: Math.round(heldForMs) });
+    reportFault('attempt sent again after its withdrawal gave up', {
+      heldAfterReconnectMs: Math.round(heldForMs),
+    });
     expect(heldForMs).toBeLessThan(leaseTime / 2);
     expect(await lock.tryLock()).toBe(true);
     await lock.unlock();

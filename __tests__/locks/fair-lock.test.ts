@@ -235,7 +235,8 @@ describe('fair lock', () => {
     const inRelease: string[] = [];
     let releasing = false;
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (!source.includes('lua')) releasing = args[0]?.toLowerCase() === 'evalsha' && args[1] === releaseScript;
+      if (!source.includes('lua'))
+        releasing = args[0]?.toLowerCase() === 'evalsha' && args[1] === releaseScript;
       else if (releasing) inRelease.push((args[0] as string).toLowerCase());
     });
     // PUBLISH, or SPUBLISH where the client's channel is a shard channel (a cluster).
@@ -249,9 +250,19 @@ describe('fair lock', () => {
     } finally {
       monitor.disconnect();
     }
-    expect(inRelease.slice(0, -1)).toEqual(
-      ['hmget', 'del', 'exists', 'lindex', 'time', 'zrangebyscore', 'hset', 'pexpire', 'hset', 'pexpire', 'hget'],
-    );
+    expect(inRelease.slice(0, -1)).toEqual([
+      'hmget',
+      'del',
+      'exists',
+      'lindex',
+      'time',
+      'zrangebyscore',
+      'hset',
+      'pexpire',
+      'hset',
+      'pexpire',
+      'hget',
+    ]);
     await waiter.unlock();
   });
 

@@ -356,7 +356,8 @@ export abstract class AcquiringLock extends ReleasingLock {
     let confirmed = true;
     try {
       const confirmHandoff = this.confirmHandoff;
-      if (confirmHandoff) confirmed = await confirmHandoff.call(this, owner, leaseMs, hold.latch, hold.acquiredAt);
+      if (confirmHandoff)
+        confirmed = await confirmHandoff.call(this, owner, leaseMs, hold.latch, hold.acquiredAt);
       hold.marked = confirmed;
     } catch (error) {
       // Unanswered in time: the hand-off may have come back meanwhile (a fair one waits

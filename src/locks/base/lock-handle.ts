@@ -124,7 +124,12 @@ export abstract class LockHandle {
    * Takes over a lock a release handed to this owner, with its own lease, its hold marked with
    * `latch`; false when lost. `grantedAt`: performance.now() when the hand-off's message was read.
    */
-  protected confirmHandoff?(owner: string, leaseMs: number, latch: string, grantedAt: number): Promise<boolean>;
+  protected confirmHandoff?(
+    owner: string,
+    leaseMs: number,
+    latch: string,
+    grantedAt: number,
+  ): Promise<boolean>;
 
   /**
    * A release or withdrawal whose outcome must be learned (see callUntilAnswered), sent again for
