@@ -183,6 +183,45 @@ describe('FairWaiters: hand-offs heard', () => {
     expect(unclaimed).toEqual([]);
   });
 
+  test('a grant heard while an attempt was out is taken by the next sleep, whatever the attempt answered', async () => {
+    const wait = waiters.register('L', 'a', fairLockKeys('L'));
+    // The attempt may have run before the release that sent the grant: its ttl says nothing of it.
+    const sentAt = waiters.attemptSent();
+    waiters.onHandoffMessage('granted\na\napp:L');
+    waiters.markQueued('L', 'a', sentAt);
+    await expect(wait.sleep(FOREVER)).resolves.toBe('granted');
+    wait.release();
+  });
+
+  test('a grant parked before an attempt that found the lock held elsewhere is stale: no sleep takes it', async () => {
+    jest.useFakeTimers();
+    const wait = waiters.register('L', 'a', fairLockKeys('L'));
+    const other = waiters.register('L', 'b', fairLockKeys('L'));
+    waiters.onHandoffMessage('granted\na\napp:L');
+    waiters.onHandoffMessage('granted\nb\napp:L');
+    // a's next attempt (it would have claimed a hand-off still pending for it) answers a ttl.
+    const sentAt = waiters.attemptSent();
+    waiters.markQueued('L', 'a', sentAt);
+    let wake: FairWake | undefined;
+    void wait.sleep(500).then((how) => (wake = how));
+    await jest.advanceTimersByTimeAsync(499);
+    expect(wake).toBeUndefined();
+    await jest.advanceTimersByTimeAsync(1);
+    expect(wake).toBe('timeout');
+    // Another owner's grant is its own: b's attempts said nothing of it.
+    await expect(other.sleep(FOREVER)).resolves.toBe('granted');
+    wait.release();
+    other.release();
+  });
+
+  test('a re-entry or a withdrawn request says nothing of a parked grant (sentAt -1)', async () => {
+    const wait = waiters.register('L', 'a', fairLockKeys('L'));
+    waiters.onHandoffMessage('granted\na\napp:L');
+    waiters.markQueued('L', 'a', -1);
+    await expect(wait.sleep(FOREVER)).resolves.toBe('granted');
+    wait.release();
+  });
+
   test('a grant for an owner with no waiter here is reported, to be given back', () => {
     sleeper('L', 'a');
     waiters.onHandoffMessage('granted\ngone\napp:L');

@@ -113,6 +113,7 @@ export class FairLock extends BaseLock {
     // Known after the client's first calls: the attempt goes out without waiting for anything.
     if (typeof publish !== 'string') return publish.then(() => this.fullAttempt(owner, leaseMs, latch, kind));
     const mode = kind !== 'try' && context.book.get(this.name, owner) ? 'reenter' : scriptMode(kind);
+    const sentAt = context.fairWaiters.attemptSent();
     const ttl = acquireFairLock(context.redis, this.keysWith(latch), [
       leaseMs,
       owner,
@@ -124,7 +125,9 @@ export class FairLock extends BaseLock {
       publish,
     ]);
     // A 'try' only takes a free lock: nothing to do with its answer but to read it.
-    return mode === 'try' ? ttl.then(ttlOf) : ttl.then((answer) => this.afterQueuedAttempt(owner, answer));
+    return mode === 'try'
+      ? ttl.then(ttlOf)
+      : ttl.then((answer) => this.afterQueuedAttempt(owner, answer, mode, sentAt));
   }
 
   /**
@@ -155,11 +158,18 @@ export class FairLock extends BaseLock {
    * table says that rlock's waiters keep a place in Redisson's queue (Redisson's fair lock shares
    * the name): this client listens where a Redisson release tells that place.
    */
-  private afterQueuedAttempt(owner: string, answer: number | [number] | null): number | null {
+  private afterQueuedAttempt(
+    owner: string,
+    answer: number | [number] | null,
+    mode: 'first' | 'queued' | 'reenter',
+    sentAt: number,
+  ): number | null {
     if (answer === null) return null;
     if (Array.isArray(answer)) this.listenForRedisson();
     const ttl = ttlOf(answer) as number;
-    this.context.fairWaiters.markQueued(this.name, owner);
+    // A re-entry never claims a hand-off, nor does a request withdrawn before it ran (-3): their
+    // answers say nothing of one (see markQueued).
+    this.context.fairWaiters.markQueued(this.name, owner, mode === 'reenter' || ttl < -1 ? -1 : sentAt);
     this.context.watchdog.start();
     // The holder is watched once per client and lock, not by every waiter (see FairWaiters): this
     // waiter sleeps until it is told to look again.

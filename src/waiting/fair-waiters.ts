@@ -141,6 +141,12 @@ class LockWatch {
   }
 }
 
+/**
+ * Counts the hand-offs parked with a waiter that slept through them (see Waiter.wake), so that an
+ * attempt can tell which of them came before it was sent (see FairWaiters.markQueued).
+ */
+let handoffsParked = 0;
+
 class Waiter implements FairWaiter {
   queued = false;
   /** Waits sharing this waiter. */
@@ -148,6 +154,8 @@ class Waiter implements FairWaiter {
   private readonly sleepers: Sleeper[] = [];
   /** A wake-up that came while nobody slept (between attempts). */
   private pending?: Exclude<FairWake, 'timeout'>;
+  /** When the pending grant was parked (handoffsParked then). */
+  private pendingSince = 0;
 
   constructor(
     readonly name: string,
@@ -202,7 +210,9 @@ class Waiter implements FairWaiter {
     const [first, ...others] = this.sleepers;
     if (!first) {
       // A grant outranks a re-check request: keep the stronger news.
-      if (this.pending !== 'granted') this.pending = wake;
+      if (this.pending === 'granted') return;
+      this.pending = wake;
+      if (wake === 'granted') this.pendingSince = handoffsParked += 1;
       return;
     }
     first.wake(wake);
@@ -211,6 +221,16 @@ class Waiter implements FairWaiter {
 
   fail(error: unknown): void {
     for (const sleeper of [...this.sleepers]) sleeper.fail(error);
+  }
+
+  /**
+   * An attempt that would have claimed a hand-off to this owner still pending in Redis answered
+   * that the lock is not the owner's: a grant parked before it was sent (`sentAt`, handoffsParked
+   * then) is gone in Redis (it ran out, and the lock went on), and no sleep may take it for the
+   * lock.
+   */
+  dropGrantsBefore(sentAt: number): void {
+    if (this.pending === 'granted' && this.pendingSince <= sentAt) this.pending = undefined;
   }
 }
 
@@ -309,9 +329,22 @@ export class FairWaiters {
     watch.held.set(what, release);
   }
 
-  markQueued(name: string, ownerId: string): void {
+  /** The count of hand-offs parked so far, for an attempt that may claim one (see markQueued). */
+  attemptSent(): number {
+    return handoffsParked;
+  }
+
+  /**
+   * An attempt of `ownerId` that would have claimed a pending hand-off to it (fair/acquire.lua,
+   * mode 'first' or 'queued') found the lock held by another, and holds a place: a hand-off to the
+   * owner parked before the attempt was sent (`sentAt`, from attemptSent) came from a grant that is
+   * gone, which a sleep would otherwise take for the lock, starting the body while another holds it.
+   */
+  markQueued(name: string, ownerId: string, sentAt: number): void {
     const waiter = this.waiters.get(waiterKey(name, ownerId));
-    if (waiter) waiter.queued = true;
+    if (!waiter) return;
+    waiter.queued = true;
+    waiter.dropGrantsBefore(sentAt);
   }
 
   /**
