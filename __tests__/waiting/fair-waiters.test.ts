@@ -112,14 +112,14 @@ describe('FairWaiters: hand-offs heard', () => {
     jest.useRealTimers();
   });
 
-  function sleeper(name: string, owner: string): { woken(): FairWake | undefined } {
+  function sleeper(name: string, owner: string): { woken(): FairWake | undefined; release(): void } {
     const wait = waiters.register(name, owner, fairLockKeys(name));
     let wake: FairWake | undefined;
     wait.sleep(FOREVER).then(
       (how) => (wake = how),
       () => undefined,
     );
-    return { woken: () => wake };
+    return { woken: () => wake, release: () => wait.release() };
   }
 
   test('a grant wakes the waiter it names, and only it', async () => {
@@ -219,6 +219,48 @@ describe('FairWaiters: hand-offs heard', () => {
     waiters.onHandoffMessage('granted\na\napp:L');
     waiters.markQueued('L', 'a', -1);
     await expect(wait.sleep(FOREVER)).resolves.toBe('granted');
+    wait.release();
+  });
+
+  test('the late message of a hand-off an attempt took over makes a later wait of the owner look again, not take it', async () => {
+    jest.useFakeTimers();
+    const first = waiters.register('L', 'a', fairLockKeys('L'));
+    // The attempt took the hand-off over before its message came; that wait ends with the lock.
+    waiters.tookHandoff('L', 'a');
+    first.release();
+    // The owner released, and waits again: the old message comes only now.
+    const again = sleeper('L', 'a');
+    waiters.onHandoffMessage('granted\na\napp:L');
+    await Promise.resolve();
+    expect(again.woken()).toBe('recheck');
+    expect(unclaimed).toEqual([]);
+    again.release();
+    // Once: a hand-off to its new place wakes the next wait with the lock.
+    const next = sleeper('L', 'a');
+    waiters.onHandoffMessage('granted\na\napp:L');
+    await Promise.resolve();
+    expect(next.woken()).toBe('granted');
+    next.release();
+    // And only within a hand-off timeout: a message cannot be later than that.
+    waiters.tookHandoff('L', 'a');
+    await jest.advanceTimersByTimeAsync(HANDOFF_TIMEOUT + 1);
+    const later = sleeper('L', 'a');
+    waiters.onHandoffMessage('granted\na\napp:L');
+    await Promise.resolve();
+    expect(later.woken()).toBe('granted');
+  });
+
+  test('a hand-off message heard before the attempt that took it over answered is dropped, and no later one is', async () => {
+    const wait = waiters.register('L', 'a', fairLockKeys('L'));
+    waiters.onHandoffMessage('granted\na\napp:L'); // kept: nobody sleeps
+    waiters.tookHandoff('L', 'a');
+    let wake: FairWake | undefined;
+    void wait.sleep(FOREVER).then((how) => (wake = how));
+    await Promise.resolve();
+    expect(wake).toBeUndefined();
+    waiters.onHandoffMessage('granted\na\napp:L');
+    await Promise.resolve();
+    expect(wake).toBe('granted');
     wait.release();
   });
 

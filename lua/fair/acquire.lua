@@ -20,15 +20,20 @@
   ARGV[7]  the address of this owner's client, where it hears hand-offs (see include/addresses.lua),
            kept with its place
   ARGV[8]  'publish', or 'spublish' when notifications are sharded: how Redisson's waiters are told
-  Returns  nil when acquired, re-entered or handed the lock; otherwise the holder's ttl in ms
-           (-1: no expiry), the longest the caller should sleep before trying again; -3 when the
-           request was withdrawn before it ran (see fair/withdraw.lua)
+  Returns  nil when acquired, re-entered or handed the lock; -5 when acquired by taking over a
+           hand-off to this owner (pending, or run out unconfirmed) whose message may still be on
+           its way to its client (which must not take it for a later hand-off); otherwise the
+           holder's ttl in ms (-1: no expiry), the longest the caller should sleep before trying
+           again; -3 when the request was withdrawn before it ran (see fair/withdraw.lua)
 ]]
 --@include include/clock.lua
 --@include include/holds.lua
 --@include include/fair-look.lua
 --@include include/addresses.lua
 --@include include/fair-queue.lua
+
+-- The answer of an attempt that took the lock by taking over a hand-off to its owner (see Returns).
+local TOOK_HANDOFF = -5
 
 local lock, queue, deadlines, marker, channels, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8]
 local lease, owner, mode, field = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
@@ -40,8 +45,9 @@ if settled then return ttl end
 if ttl == -2 then
   -- Free, with waiters queued (a free lock nobody waits for was taken above).
   purge_dead(queue, deadlines, marker, channels, server_ms())
+  local lapsed
   if redis.call('exists', marker) == 1 then
-    settle_lapsed(queue, deadlines, marker, ARGV[6])
+    lapsed = settle_lapsed(queue, deadlines, marker, ARGV[6])
     -- An attempt shows its owner is alive: a place passed over is back in line.
     redis.call('hdel', marker, owner)
   end
@@ -60,6 +66,9 @@ if ttl == -2 then
       -- it must wake when it does: tell it to look at the new one.
       recheck_head(lock, queue, marker, channels)
     end
+    -- Its own hand-off ran out unconfirmed, and it takes the lock now: that hand-off's message
+    -- may yet reach its client.
+    if lapsed == owner then return TOOK_HANDOFF end
     return nil
   end
 else
@@ -76,7 +85,7 @@ else
     if (mode == 'queued' or mode == 'first') and redis.call('hget', marker, PENDING) == owner
       and (mode == 'queued' or redis.call('hget', channels, owner) == ARGV[7]) then
       claim_handoff(lock, queue, deadlines, marker, channels, owner, lease, field, ttl)
-      return nil
+      return TOOK_HANDOFF
     end
     add_hold(lock, owner, count, lease, field, 'a', ttl)
     return nil

@@ -201,14 +201,16 @@ end
 -- A hand-off that ran out unconfirmed (the lock is free: its provisional grant expired) is over.
 -- Its owner keeps its place but is passed over until it shows it is alive: a waiter that is gone
 -- costs the queue one hand-off timeout, once, and a live one that was slow loses nothing.
+-- Returns the owner of that hand-off, if any.
 local function settle_lapsed(queue, deadlines, marker, handoff_ms)
   local owner = redis.call('hget', marker, PENDING)
-  if not owner then return end
+  if not owner then return nil end
   redis.call('hdel', marker, PENDING)
   if redis.call('zscore', deadlines, owner) then
     redis.call('hset', marker, owner, 's')
     keep_marker(marker, queue, handoff_ms)
   end
+  return owner
 end
 
 -- When the lock is free (`free`: the caller knows it is), grants it to the first in line and tells that owner's client, so the

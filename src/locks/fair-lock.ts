@@ -33,6 +33,12 @@ import type { LockContext } from '../context';
  */
 const PROVISIONAL_SHARE = 0.75;
 
+/**
+ * fair/acquire.lua's answer for an attempt that took the lock by taking over a hand-off to its
+ * owner, whose message may still be on its way (see FairWaiters.tookHandoff).
+ */
+const TOOK_HANDOFF = -5;
+
 /** An attempt's answer, whether or not it came in a table (see afterQueuedAttempt). */
 function ttlOf(answer: number | [number] | null): number | null {
   return Array.isArray(answer) ? answer[0] : answer;
@@ -126,8 +132,14 @@ export class FairLock extends BaseLock {
     ]);
     // A 'try' only takes a free lock: nothing to do with its answer but to read it.
     return mode === 'try'
-      ? ttl.then(ttlOf)
+      ? ttl.then((answer) => (answer === TOOK_HANDOFF ? this.tookHandoff(owner) : ttlOf(answer)))
       : ttl.then((answer) => this.afterQueuedAttempt(owner, answer, mode, sentAt));
+  }
+
+  /** The attempt took the lock by taking over a hand-off to `owner` (see FairWaiters.tookHandoff). */
+  private tookHandoff(owner: string): null {
+    this.context.fairWaiters.tookHandoff(this.name, owner);
+    return null;
   }
 
   /**
@@ -165,6 +177,7 @@ export class FairLock extends BaseLock {
     sentAt: number,
   ): number | null {
     if (answer === null) return null;
+    if (answer === TOOK_HANDOFF) return this.tookHandoff(owner);
     if (Array.isArray(answer)) this.listenForRedisson();
     const ttl = ttlOf(answer) as number;
     // A re-entry never claims a hand-off, nor does a request withdrawn before it ran (-3): their

@@ -142,10 +142,10 @@ class LockWatch {
 }
 
 /**
- * Counts the hand-offs parked with a waiter that slept through them (see Waiter.wake), so that an
- * attempt can tell which of them came before it was sent (see FairWaiters.markQueued).
+ * Counts the grants this process heard for its waiters, so that an attempt can tell which of them
+ * came before it was sent (see FairWaiters.markQueued, tookHandoff).
  */
-let handoffsParked = 0;
+let grantsHeard = 0;
 
 class Waiter implements FairWaiter {
   queued = false;
@@ -154,8 +154,13 @@ class Waiter implements FairWaiter {
   private readonly sleepers: Sleeper[] = [];
   /** A wake-up that came while nobody slept (between attempts). */
   private pending?: Exclude<FairWake, 'timeout'>;
-  /** When the pending grant was parked (handoffsParked then). */
-  private pendingSince = 0;
+  /** When the last grant for this owner was heard (grantsHeard then). */
+  heardAt = 0;
+  /**
+   * Since when a hand-off's message is looked for (grantsHeard then): the waiter's start, or the
+   * last hand-off an attempt took over (see tookHandoff).
+   */
+  since = grantsHeard;
 
   constructor(
     readonly name: string,
@@ -210,9 +215,7 @@ class Waiter implements FairWaiter {
     const [first, ...others] = this.sleepers;
     if (!first) {
       // A grant outranks a re-check request: keep the stronger news.
-      if (this.pending === 'granted') return;
-      this.pending = wake;
-      if (wake === 'granted') this.pendingSince = handoffsParked += 1;
+      if (this.pending !== 'granted') this.pending = wake;
       return;
     }
     first.wake(wake);
@@ -223,14 +226,9 @@ class Waiter implements FairWaiter {
     for (const sleeper of [...this.sleepers]) sleeper.fail(error);
   }
 
-  /**
-   * An attempt that would have claimed a hand-off to this owner still pending in Redis answered
-   * that the lock is not the owner's: a grant parked before it was sent (`sentAt`, handoffsParked
-   * then) is gone in Redis (it ran out, and the lock went on), and no sleep may take it for the
-   * lock.
-   */
-  dropGrantsBefore(sentAt: number): void {
-    if (this.pending === 'granted' && this.pendingSince <= sentAt) this.pending = undefined;
+  /** The grant kept for the next sleep, if any, is not to be taken for the lock. */
+  dropKeptGrant(): void {
+    if (this.pending === 'granted') this.pending = undefined;
   }
 }
 
@@ -246,8 +244,16 @@ export interface FairWaitersOptions {
   unclaimed?(name: string, ownerId: string): void;
 }
 
+/** How many late grants are kept before those past their time are swept. */
+const LATE_GRANTS_SWEEP = 1_000;
+
 export class FairWaiters {
   private readonly waiters = new Map<string, Waiter>();
+  /**
+   * Owners (waiterKey) whose attempt took over a hand-off before its message came, until when that
+   * message may come (see tookHandoff).
+   */
+  private readonly lateGrants = new Map<string, number>();
   private readonly locks = new Map<string, LockWatch>();
   private readonly stalls: LoopStalls;
 
@@ -329,9 +335,45 @@ export class FairWaiters {
     watch.held.set(what, release);
   }
 
-  /** The count of hand-offs parked so far, for an attempt that may claim one (see markQueued). */
+  /** The count of grants heard so far, for an attempt that may claim one (see markQueued, tookHandoff). */
   attemptSent(): number {
-    return handoffsParked;
+    return grantsHeard;
+  }
+
+  /**
+   * An attempt of `ownerId` took the lock by taking over a hand-off to it (fair/acquire.lua
+   * answered TOOK_HANDOFF). The hand-off's message went out after the owner's waiter here began
+   * (its place was made after), before the attempt ran. Heard already, it woke a wait of the owner
+   * (which confirms it as a re-entry) or was kept for the next sleep (dropped now: the attempt took
+   * the hand-off). Otherwise it may be on its way (or lost with a subscriber that came back): when
+   * a grant for the owner comes within a hand-off timeout, its wait looks again instead of taking
+   * it for the lock. A late message would start a later wait's body on a hand-off that is gone; a
+   * grant that is the owner's, taken for a look, costs one attempt (which takes it over).
+   */
+  tookHandoff(name: string, ownerId: string): void {
+    const key = waiterKey(name, ownerId);
+    const waiter = this.waiters.get(key);
+    if (waiter) {
+      const heard = waiter.heardAt > waiter.since;
+      waiter.since = grantsHeard;
+      if (heard) return waiter.dropKeptGrant();
+    }
+    if (this.lateGrants.size >= LATE_GRANTS_SWEEP) this.sweepLateGrants();
+    // A message is late by a hand-off timeout at most: its grant ran out by then anyway.
+    this.lateGrants.set(key, performance.now() + this.options.handoffTimeout);
+  }
+
+  /** Whether a grant heard for `key` is the late message of a hand-off an attempt took over. */
+  private isLateGrant(key: string): boolean {
+    const until = this.lateGrants.get(key);
+    if (until === undefined) return false;
+    this.lateGrants.delete(key);
+    return until >= performance.now();
+  }
+
+  private sweepLateGrants(): void {
+    const now = performance.now();
+    for (const [key, until] of this.lateGrants) if (until < now) this.lateGrants.delete(key);
   }
 
   /**
@@ -344,7 +386,7 @@ export class FairWaiters {
     const waiter = this.waiters.get(waiterKey(name, ownerId));
     if (!waiter) return;
     waiter.queued = true;
-    waiter.dropGrantsBefore(sentAt);
+    if (waiter.heardAt <= sentAt) waiter.dropKeptGrant();
   }
 
   /**
@@ -361,7 +403,8 @@ export class FairWaiters {
     if (!message.startsWith(keyPrefix, keyAt)) return;
     const name = message.slice(keyAt + keyPrefix.length);
     const ownerId = message.slice(ownerAt, keyAt - 1);
-    const waiter = this.waiters.get(waiterKey(name, ownerId));
+    const key = waiterKey(name, ownerId);
+    const waiter = this.waiters.get(key);
     if (kind === 'recheck') return waiter?.wake(kind);
     // The lock is held provisionally now, until the grant is confirmed or comes back: this
     // client's other waiters there look again once that time has passed. The waiter it is for
@@ -370,7 +413,9 @@ export class FairWaiters {
     const watch = this.locks.get(name);
     if (watch && watch.waiters.size > (waiter ? 1 : 0)) watch.lookIn(this.options.handoffTimeout);
     if (!waiter) return this.options.unclaimed?.(name, ownerId);
-    waiter.wake(this.stalls.justStalled ? 'recheck' : 'granted');
+    waiter.heardAt = grantsHeard += 1;
+    const late = this.lateGrants.size > 0 && this.isLateGrant(key);
+    waiter.wake(late || this.stalls.justStalled ? 'recheck' : 'granted');
   }
 
   /** Every waiter tries again: after a reconnect, or when its place turned out to be gone. */
@@ -390,6 +435,7 @@ export class FairWaiters {
   close(): void {
     for (const waiter of this.waiters.values()) waiter.fail(new ClientClosedError());
     this.waiters.clear();
+    this.lateGrants.clear();
     this.stalls.stop();
     for (const watch of this.locks.values()) watch.stop();
     this.locks.clear();
