@@ -1,6 +1,6 @@
 import type { Results } from '../bench/report';
 import { contentionFigures, jainIndex, median, percentile, type ContentionFigures } from '../bench/stats';
-import { judge, TARGETS } from '../bench/targets';
+import { judge, TARGETS, verdictTable } from '../bench/targets';
 
 // The benchmark's figures are only as good as their arithmetic: checked here on made-up runs.
 const hold = (worker: number, requestedAt: number, acquiredAt: number, releasedAt: number) => ({
@@ -111,6 +111,31 @@ describe('hot path targets', () => {
       [1.25, 1, 7, 0.1, 1.1, 1.25, 2, 1, 0.8, 20, 20].map((v) => expect.closeTo(v, 9)),
     );
     expect(judge(run(1.01)).filter((verdict) => verdict.pass)).toEqual([]);
+  });
+
+  test("each contended target shows the floor's figure of the same run, and whether the floor meets it", () => {
+    const results = run(1);
+    // The direct hand-off: 230 acquisitions/s against the best peer's 200 (1.15x), a gap of 4 PINGs.
+    results.contended['handoff-floor'] = {
+      perSecond: 230,
+      gapP50: 0.2,
+      overtakesPerAcquisition: 0,
+    } as ContentionFigures;
+    results.uncontended['layout-floor'] = { p50: 0.1, p99: 0.2 };
+    const byText = new Map(judge(results).map((verdict) => [verdict.target.text, verdict]));
+    const fairRate = byText.get('getFairLock: contended acquisitions/s / best peer');
+    expect(fairRate).toMatchObject({ pass: true, floor: expect.closeTo(1.15, 9), floorPasses: false });
+    expect(byText.get('getFairLock: contended hand-off gap p50, in PINGs')).toMatchObject({
+      floor: expect.closeTo(4, 9),
+      floorPasses: true,
+    });
+    expect(byText.get('getLock: uncontended lock + unlock p50 / fastest peer (interleaved)')).toMatchObject({
+      floor: expect.closeTo(1, 9),
+      floorPasses: true,
+    });
+    // Targets without a floor (FIFO, idle waiters) show none; a floor that misses the limit says so.
+    expect(byText.get('getFairLock: contended overtakes per acquisition')?.floor).toBeUndefined();
+    expect(verdictTable(judge(results))).toContain('| ≥ 1.25 | 1.25 | PASS | 1.15 (misses too) |');
   });
 
   test('a target whose figure is missing fails', () => {
