@@ -1,5 +1,5 @@
 import type { Watchers } from './checks/watchers';
-import type { Random } from './random';
+import { Random } from './random';
 import { CALM } from './world/network';
 import type { SimClient, World } from './world/world';
 
@@ -18,7 +18,8 @@ export type FaultKind =
   | 'server restarted, data lost'
   | 'server paused'
   | 'script flush'
-  | 'network burst';
+  | 'network burst'
+  | 'subscriber slowed';
 
 export interface FaultOptions {
   /** Faults this scenario may not have (a restart that loses data breaks RedLock's majority by design). */
@@ -29,7 +30,13 @@ export interface FaultOptions {
   lease: number;
 }
 
-export const ALL_FAULTS: FaultKind[] = [
+/**
+ * The faults drawn from the plan's own generator, in this order: a seed planned before another
+ * kind was added keeps its schedule (see SLOWED_SUBSCRIBERS).
+ */
+type DrawnFault = Exclude<FaultKind, 'subscriber slowed'>;
+
+const DRAWN_FAULTS: DrawnFault[] = [
   'connection dropped',
   'reply lost',
   'subscriber dropped',
@@ -42,6 +49,14 @@ export const ALL_FAULTS: FaultKind[] = [
   'network burst',
 ];
 
+export const ALL_FAULTS: FaultKind[] = [...DRAWN_FAULTS, 'subscriber slowed'];
+
+/**
+ * Subscribers slowed are planned from a generator of their own, made from the seed alone: no draw
+ * of the rest of the world moves, and a seed that excludes them replays the schedule it had
+ * before they existed (see __tests__/simulation-regressions.test.ts).
+ */
+const SLOWED_SUBSCRIBERS_SALT = 0x5eed51;
 export class FaultPlan {
   readonly counts = new Map<FaultKind, number>();
 
@@ -52,14 +67,68 @@ export class FaultPlan {
     private readonly options: FaultOptions,
   ) {}
 
-  /** Schedules `n` faults between `from` and `to` (virtual ms). */
-  plan(n: number, from: number, to: number): void {
-    const kinds = ALL_FAULTS.filter((kind) => !this.options.exclude.includes(kind));
+  /**
+   * Schedules `n` faults between `from` and `to` (virtual ms), and up to three subscribers slowed
+   * (from a generator of their own, see SLOWED_SUBSCRIBERS_SALT) unless the scenario excludes them.
+   */
+  plan(n: number, from: number, to: number, seed: number): void {
+    const kinds = DRAWN_FAULTS.filter((kind) => !this.options.exclude.includes(kind));
     for (let i = 0; i < n; i += 1) {
       const kind = this.random.pick(kinds);
       const at = this.random.int(from, to);
       this.world.at(at, () => this.inject(kind, to), undefined);
     }
+    if (this.options.exclude.includes('subscriber slowed')) return;
+    const own = new Random((seed ^ SLOWED_SUBSCRIBERS_SALT) >>> 0);
+    for (let i = own.int(0, 3); i > 0; i -= 1) {
+      const at = own.int(from, to);
+      const victim = own.float();
+      const slowBy = own.int(5, 300);
+      const ms = own.int(100, 2000);
+      // Moments, within the period, at which the victim's command connection drops.
+      const drops = Array.from({ length: own.int(0, 4) }, () => own.int(0, ms));
+      this.world.at(at, () => this.slowSubscriber(victim, slowBy, ms, drops, to), undefined);
+    }
+  }
+
+  /**
+   * One client's subscriber connections deliver every message `slowBy` ms late for `ms`, while its
+   * command connection answers as fast as ever: a hand-off's message comes after the answers of
+   * attempts sent later (a busy or throttled subscriber socket, a proxy in the way). Nothing is
+   * lost; each socket stays in order. The command connection may drop meanwhile, `drops` ms into
+   * the period: a reconnect makes every waiter of the client look again, while messages for it
+   * are still on their way. `victim` in [0, 1) picks among the live clients.
+   */
+  private slowSubscriber(victim: number, slowBy: number, ms: number, drops: number[], end: number): void {
+    const clients = this.live();
+    const client = clients[Math.floor(victim * clients.length)];
+    if (!client) return;
+    const subscribers = this.world.network
+      .all()
+      .filter((c) => c.process === client.process && c !== client.connection);
+    for (const subscriber of subscribers) subscriber.slowBy = slowBy;
+    this.note(
+      'subscriber slowed',
+      `${client.process.name} by ${slowBy} ms for ${ms} ms, its connection dropped ${drops.length} times`,
+      [client],
+    );
+    for (const after of drops) {
+      this.world.at(
+        Math.min(this.world.now + after, end),
+        () => {
+          if (client.process.state === 'running') client.connection.drop();
+        },
+        undefined,
+      );
+    }
+    this.world.at(
+      Math.min(this.world.now + ms, end),
+      () => {
+        for (const subscriber of subscribers) subscriber.slowBy = 0;
+        this.watchers.disturbances.note(client.process.name, this.world.now);
+      },
+      undefined,
+    );
   }
 
   private names(clients: SimClient[]): string[] {
@@ -76,7 +145,7 @@ export class FaultPlan {
     this.world.trace(`FAULT ${kind}: ${detail}`);
   }
 
-  private inject(kind: FaultKind, end: number): void {
+  private inject(kind: DrawnFault, end: number): void {
     const { world, random } = this;
     const clients = this.live();
     const victim = clients.length > 0 ? random.pick(clients) : undefined;

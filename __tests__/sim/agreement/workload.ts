@@ -118,10 +118,16 @@ async function locks(client: LockClient, tee: TeeConnection): Promise<void> {
 async function late(client: LockClient, hasty: LockClient, tee: TeeConnection): Promise<void> {
   const lock = hasty.getLock('a:late');
   const rw = hasty.getReadWriteLock('a:late-rw', { writerPreference: true });
+  await client.getSemaphore('a:late-semaphore').trySetPermits(1);
+  const semaphore = hasty.getSemaphore('a:late-semaphore');
+  // Its request windows read the server's clock first: that reading is not the call delayed below.
+  await semaphore.tryAcquire();
+  await semaphore.release();
   for (const attempt of [
     () => lock.tryLock(),
     () => rw.readLock().tryLock(),
     () => rw.writeLock().tryLock(),
+    () => semaphore.tryAcquire(),
   ]) {
     tee.delayNext = 300;
     await hasty.runInTask(attempt).catch(() => undefined);

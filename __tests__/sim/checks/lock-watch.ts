@@ -21,6 +21,8 @@ export class LockWatch {
   owners = new Map<string, number>();
   writers = new Set<string>();
   readonly fates = new Map<string, HoldFate>();
+  /** When each owner's last hold ended (released, lapsed, stolen); gone while it holds again. */
+  readonly endedAt = new Map<string, number>();
   /** Since when no owner holds it (undefined: held). */
   freeSince: number | undefined;
   /** A removal of the key inside the command being read (why it went). */
@@ -61,10 +63,12 @@ export class LockWatch {
     for (const owner of this.owners.keys()) {
       if (owners.has(owner)) continue;
       this.fates.set(owner, this.fateOf(owner, removal, command));
+      this.endedAt.set(owner, now);
     }
     for (const owner of owners.keys()) {
       if (this.owners.has(owner)) continue;
       this.fates.set(owner, 'held');
+      this.endedAt.delete(owner);
       const grant = { owner, at: now };
       this.grants.push(grant);
       if (this.grants.length > 200) this.grants.shift();

@@ -139,7 +139,9 @@ export class Watchers {
   /**
    * At most one holder whose lease is valid: two bodies of running processes, neither told that its
    * lease is lost, whose holds did not lapse (a hold taken away by someone else's script still
-   * counts: its owner was promised it).
+   * counts: its owner was promised it). A body that began after its owner's hold had ended (a
+   * stale hand-off message, a grant answered for a hold that is gone) holds nothing Redis knows
+   * of: it counts too, as 'none', until it is told.
    */
   private checkBeliefs(): void {
     type Held = typeof this.ledger.beliefs extends Set<infer B> ? B : never;
@@ -155,9 +157,11 @@ export class Watchers {
       // A writer's events name its field (`<owner>:write`); the watch knows the owner.
       const owner = belief.ownerId?.replace(/:write$/, '');
       const fate = owner === undefined ? 'held' : (watch?.fates.get(owner) ?? 'held');
-      if (fate === 'lapsed' || fate === 'released') continue;
+      const endedAt = owner === undefined ? undefined : watch?.endedAt.get(owner);
+      const startedWithout = endedAt !== undefined && endedAt < belief.since;
+      if ((fate === 'lapsed' || fate === 'released') && !startedWithout) continue;
       const list = byResource.get(belief.resource) ?? [];
-      fates.set(belief, fate);
+      fates.set(belief, startedWithout ? 'none' : fate);
       list.push(belief);
       byResource.set(belief.resource, list);
     }

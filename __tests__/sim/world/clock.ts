@@ -24,6 +24,8 @@ export interface SimEvent {
   cancelled: boolean;
   /** What the trace says of it (undefined: a timer, which the trace does not list one by one). */
   label?: string;
+  /** Held while its process stood still: it runs before what came due in the same ms after it. */
+  released?: boolean;
 }
 
 /** A Timeout as Node's setTimeout returns it, as far as rlock uses one. */
@@ -151,6 +153,7 @@ export class VirtualClock {
     held.sort((a, b) => a.phase - b.phase || a.at - b.at || a.seq - b.seq);
     for (const event of held) {
       event.at = this.now;
+      event.released = true;
       event.seq = this.seq += 1;
       this.push(event);
     }
@@ -173,7 +176,11 @@ export class VirtualClock {
   }
 
   private before(a: SimEvent, b: SimEvent): boolean {
-    return a.at !== b.at ? a.at < b.at : a.phase !== b.phase ? a.phase < b.phase : a.seq < b.seq;
+    if (a.at !== b.at) return a.at < b.at;
+    if (a.phase !== b.phase) return a.phase < b.phase;
+    // A socket's deliveries held while its process stood still came due before one due now.
+    if (a.released !== b.released) return a.released === true;
+    return a.seq < b.seq;
   }
 
   private push(event: SimEvent): void {

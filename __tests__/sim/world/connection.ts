@@ -101,6 +101,8 @@ export class SimConnection extends EventEmitter {
   /** FIFO on each direction of the socket: nothing overtakes what was sent before it. */
   private lastToServer = 0;
   private lastToClient = 0;
+  /** Extra ms on everything this socket delivers to its client (the fault plan's 'subscriber slowed'). */
+  slowBy = 0;
   readonly id: number;
 
   constructor(
@@ -257,7 +259,7 @@ export class SimConnection extends EventEmitter {
   }
 
   private toClient(epoch: number, deliver: () => void): void {
-    const at = Math.max(this.network.clock.now + this.network.latency(), this.lastToClient);
+    const at = Math.max(this.network.clock.now + this.network.latency() + this.slowBy, this.lastToClient);
     this.lastToClient = at;
     this.scheduleAt(at, () => {
       if (epoch === this.epoch) deliver();
