@@ -44,6 +44,33 @@ const FOUND: Array<{ seed: number; what: string; kind?: Kind; slowedSubscribers?
   // to nobody, stayed until its lease: the owner's next wait re-entered on top of it (also
   // faults/budgets.test.ts, on a real server).
   { seed: 701646, what: 'lock: an attempt sent again after its withdrawal gave up kept its grant' },
+  // A hand-off's message came late (its client's subscriber slow), after the waiter's own attempt
+  // had taken the hand-off over, its body had run and released, and the owner waited again: the
+  // message started that next wait's body while another owner held the lock. Found on the build
+  // before that fix once the fault plan slowed subscribers and the checks counted a body begun
+  // after its owner's hold had ended (the rule: waiting/fair-waiters.test.ts).
+  {
+    seed: 900716,
+    kind: 'fair',
+    slowedSubscribers: true,
+    what: 'fair: a late hand-off message started a body',
+  },
+  // A process stood still between its attempt running in Redis and its answer being read, longer
+  // than the lease: the body began on a hold that had lapsed, while another owner held the lock.
+  { seed: 2005, kind: 'fair', slowedSubscribers: true, what: 'a grant read after its lease ran out' },
+  // A RedLock whose members took a longer lease first cut it to the one asked once its quorum was
+  // held; its process stood still before the cut's answers were read, longer than that lease: the
+  // body began on members whose leases had run out, while another client held the group (also
+  // faults/group-masters.test.ts, on real servers).
+  {
+    seed: 189,
+    kind: 'red',
+    slowedSubscribers: true,
+    what: 'RedLock: a cut of the leases read after they ran out',
+  },
+  // A RedLock's round made as its wait ended gave each master's one attempt the whole
+  // commandTimeout: with a master paused, tryLock answered past waitTime + 200 ms + one release.
+  { seed: 700465, slowedSubscribers: true, what: 'RedLock: its last round took a whole commandTimeout' },
   // Defects of the checks. The release of a re-entry, sent again in the background after a restart,
   // was answered while the task's last release was under way, and read as that last release
   // ("still holds one").

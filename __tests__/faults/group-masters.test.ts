@@ -12,6 +12,12 @@ import { eventually, sleep, timed } from '../helpers/wait';
  */
 const COMMAND_TIMEOUT = 1_000;
 
+/** Blocks the event loop for `ms`, as synchronous work does. */
+function blockFor(ms: number): void {
+  const end = Date.now() + ms;
+  while (Date.now() < end);
+}
+
 type Badness = 'killed' | 'paused' | 'slow';
 
 describe('group locks with a bad master', () => {
@@ -195,6 +201,40 @@ describe('group locks with a bad master', () => {
       const held = await Promise.all([1, 2].map((i) => servers[i]!.connect().exists('red-every-live')));
       return held.every((exists) => exists === 0);
     });
+  }, 20_000);
+
+  // With a fixed lease and a wait, the members take a longer lease first and are cut to the one
+  // asked once the quorum is held. A loop that stands still between sending the cut and reading its
+  // answers, longer than that lease, would hand out a group whose every member is gone.
+  test('RedLock: a cut of the leases answered after they ran out holds nothing; the wait takes it afresh', async () => {
+    const connections = servers.map((server) => server.connect());
+    const stalled = connections.map(
+      (connection) => new LockClient(connection, { commandTimeout: COMMAND_TIMEOUT }),
+    );
+    await Promise.all(stalled.map((client) => client.getLock('warm').withLock(() => undefined)));
+    const LEASE = 300;
+    let stalls = 0;
+    for (const connection of connections) {
+      const send = connection.sendCommand.bind(connection);
+      connection.sendCommand = ((command: { name: string; args: unknown[] }) => {
+        // The first cut to the 300 ms lease (the attempts ask for 2 x waitTime): the loop stands
+        // still once it is written, before its answers are read.
+        const cut = command.name === 'evalsha' && command.args.some((arg) => String(arg) === String(LEASE));
+        if (cut && stalls === 0) {
+          stalls += 1;
+          setImmediate(() => blockFor(2 * LEASE));
+        }
+        return send(command as never);
+      }) as typeof connection.sendCommand;
+    }
+    const red = (stalled[0] as LockClient).getRedLock(...stalled.map((client) => client.getLock('red-cut')));
+    expect(await red.tryLock(3_000, LEASE)).toBe(true);
+    expect(stalls).toBe(1);
+    // Held by a round after the stalled one: at least two masters hold it, within the lease asked.
+    const ttls = await Promise.all(servers.map((server) => server.connect().pttl('red-cut')));
+    expect(ttls.filter((ttl) => ttl > 0 && ttl <= LEASE).length).toBeGreaterThanOrEqual(2);
+    await red.unlock();
+    await Promise.all(stalled.map((client) => client.close()));
   }, 20_000);
 
   test('RedLock keeps its quorum alive with one master down, and reports the loss below quorum', async () => {

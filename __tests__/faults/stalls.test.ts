@@ -229,6 +229,37 @@ describe('a client whose event loop stood still', () => {
     20_000,
   );
 
+  // A grant whose answer is read only after the lease it asked for ran out (the loop stood still
+  // in between) holds nothing the caller can count on: the key is gone, or about to go, and another
+  // owner may hold the lock already. It is given back, and a single attempt answers false; a wait
+  // goes on and takes the lock afresh.
+  test.each([
+    ['getLock', (c: LockClient, name: string) => c.getLock(name)],
+    ['getFairLock', (c: LockClient, name: string) => c.getFairLock(name)],
+    ['getFencedLock', (c: LockClient, name: string) => c.getFencedLock(name)],
+  ])('%s: a grant read after its lease ran out is not handed to the caller', async (_kind, lockOf) => {
+    const client = redis.client({ commandTimeout: 2_000 });
+    const other = redis.client();
+    const lock = lockOf(client, 'st-stale');
+    await lock.isLocked(); // its scripts loaded: the attempt below is one command on the wire
+    const once = timed(lock.tryLock(0, 300));
+    blockFor(600);
+    expect(outcomeOf(await once)).toBe(false);
+    // The same body, the loop not standing still: taken and run.
+    const body = jest.fn();
+    await lock.withLock(body, { waitTime: 0, leaseTime: 300 });
+    expect(body).toHaveBeenCalledTimes(1);
+
+    // A wait whose first answer came stale looks again, and holds a fresh lease.
+    const waiting = lock.tryLock(3_000, 300);
+    blockFor(600);
+    expect(await waiting).toBe(true);
+    expect(await redis.admin().pttl('st-stale')).toBeGreaterThan(0);
+    await lock.unlock();
+    // Nothing of the stale grants stayed: another client takes the lock at once.
+    expect(await lockOf(other, 'st-stale').tryLock(0, 1_000)).toBe(true);
+  });
+
   test('a stopped process (SIGSTOP, SIGCONT): its waits answer false and its calls use the answers that came', async () => {
     const holder = redis.client();
     await holder.getLock('sp-plain').tryLock(0, 20_000);

@@ -72,6 +72,7 @@ export abstract class AcquiringLock extends ReleasingLock {
         quiet: how.quiet,
         failFast: how.failFast,
         onHeldElsewhere: contended,
+        budget: how.budget,
       }),
     );
   }
@@ -145,7 +146,10 @@ export abstract class AcquiringLock extends ReleasingLock {
     try {
       acquisition.signal?.throwIfAborted();
       context.closing.throwIfAborted();
-      const first = firstAttemptOf(waitTime, context.calls.commandTimeout, this.wakeSourceFirst);
+      const { budget } = acquisition.how;
+      const commandTimeout =
+        budget === undefined ? context.calls.commandTimeout : Math.min(budget, context.calls.commandTimeout);
+      const first = firstAttemptOf(waitTime, commandTimeout, this.wakeSourceFirst);
       acquisition.deadline = first.deadline;
       // A lock seen contended a moment ago is most likely held still: the wait begins at once;
       // unless the owner holds it, and this is a re-entry.

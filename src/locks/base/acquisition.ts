@@ -40,6 +40,12 @@ export interface AcquireHow {
   failFast?: boolean;
   /** Told when Redis first answers that another owner holds the lock. */
   onHeldElsewhere?: () => void;
+  /**
+   * The budget of the attempt of a single-attempt acquisition (waitTime 0), in ms, when less than
+   * commandTimeout: a group's round made at the end of the group's wait, which answers within the
+   * wait's slack.
+   */
+  budget?: number;
 }
 
 /** What an attempt answers without being sent, when an earlier one's late grant was adopted. */
@@ -176,7 +182,14 @@ abstract class AttemptCallBase {
   protected took(ttl: number | null | typeof ADOPTED): number | null {
     if (ttl === ADOPTED) return null;
     const { acquisition } = this;
-    if (ttl === null) this.grant();
+    if (ttl === null && !this.leaseLeft()) {
+      // The answer was read after the lease it asked for had run out (the process stood still
+      // in between): the hold is gone or about to go, and another owner may hold the lock
+      // already. Given back, and the wait looks again as if the lock were held for 0 ms more (a
+      // single attempt answers false).
+      this.withdrawStale();
+      ttl = 0;
+    } else if (ttl === null) this.grant();
     if (DEBUG) {
       const { lock } = acquisition;
       debug(
@@ -200,16 +213,34 @@ abstract class AttemptCallBase {
   onOrphaned(fate: Fate<number | null | typeof ADOPTED>): void {
     if (fate.ran === true && fate.value !== null) return;
     const { acquisition } = this;
-    if (fate.ran === true && acquisition.waiting && acquisition.grantLatch === undefined) {
+    if (
+      fate.ran === true &&
+      acquisition.waiting &&
+      acquisition.grantLatch === undefined &&
+      this.leaseLeft()
+    ) {
       this.grant();
       return;
     }
-    void acquisition.lock.withdrawInBackground(acquisition.owner, this.latch, acquisition.leaseMs);
+    this.withdrawStale();
   }
 
   /** An attempt taken as lost ran after all and took the lock: see Acquisition.withdrawAfterAll. */
   onAnsweredAfterAll(ttl: number | null | typeof ADOPTED): void {
     if (ttl === null) this.acquisition.withdrawAfterAll(this.latch);
+  }
+
+  /**
+   * Whether any of the lease this attempt asked for is left: it runs from the send (as the hold's
+   * does in the book, see AcquiringLock.grant), and Redis started it no earlier.
+   */
+  private leaseLeft(): boolean {
+    return performance.now() - this.sentAt < this.acquisition.leaseMs;
+  }
+
+  private withdrawStale(): void {
+    const { acquisition } = this;
+    void acquisition.lock.withdrawInBackground(acquisition.owner, this.latch, acquisition.leaseMs);
   }
 
   private grant(): void {

@@ -181,9 +181,11 @@ export abstract class BaseLock extends AcquiringLock implements RLock {
     signal: AbortSignal;
     body?: Frame;
     onHeldElsewhere: () => void;
+    /** The budget of a single attempt (waitTime 0), when the group's wait leaves less than commandTimeout. */
+    budget?: number;
   }): Promise<Hold | false> {
-    const { waitTime, leaseTime, signal, body, onHeldElsewhere } = options;
-    const how = { body, quiet: true, failFast: true, onHeldElsewhere };
+    const { waitTime, leaseTime, signal, body, onHeldElsewhere, budget } = options;
+    const how = { body, quiet: true, failFast: true, onHeldElsewhere, budget };
     const acquired = await this.acquire(waitTime, leaseTime, signal, how);
     return acquired === false ? false : acquired.hold;
   }

@@ -13,6 +13,7 @@ import { Frame, runInCurrentOrNewTask, runInFrame } from '../../ownership/owner'
 import { isPassing } from '../../redis/redis-calls';
 import { releasedOrResent } from '../../protocol/resend';
 import { pauseFor, retryPause } from '../../util/timing';
+import { WAIT_SLACK_MS } from '../../waiting/acquire-or-wait';
 import {
   parseLockArguments,
   parseLockOptions as parseOptions,
@@ -302,9 +303,17 @@ export class GroupLock implements RLock {
       signal?.throwIfAborted();
       const roundStarted = performance.now();
       const memberWait = waitTime <= 0 ? 0 : Math.max(0, Math.floor(deadline - roundStarted));
+      // A round made as the wait ends (one attempt per member) answers within the wait's slack,
+      // as a single lock's last look does: its members' attempts get what is left of it, counted
+      // from the round's start when a stalled event loop let it start late.
+      const memberBudget =
+        waitTime > 0 && memberWait === 0
+          ? Math.max(1, Math.floor(Math.max(deadline, roundStarted) + WAIT_SLACK_MS - performance.now()))
+          : undefined;
       const round = await askMembers(this.members, {
         quorum: this.rules.quorum,
         memberWait,
+        memberBudget,
         memberLease,
         signal,
         body,
@@ -323,8 +332,12 @@ export class GroupLock implements RLock {
           await this.release(round.taken);
           throw error;
         }
-        this.track(round.taken, round.late, cut ? cutAt + leaseTime : undefined);
-        return true;
+        // The cut took the time it took: a lease that ran out meanwhile (the process stood still)
+        // holds nothing the caller can count on, and the round goes as one that failed.
+        if (!cut || performance.now() < cutAt + leaseTime) {
+          this.track(round.taken, round.late, cut ? cutAt + leaseTime : undefined);
+          return true;
+        }
       }
       round.late.end();
       await this.release(round.taken);

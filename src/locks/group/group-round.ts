@@ -41,6 +41,8 @@ export interface RoundAsk {
   quorum: number;
   /** How long a member may wait for another holder, in ms (0: one attempt). */
   memberWait: number;
+  /** The budget of a member's one attempt (memberWait 0), when less than commandTimeout. */
+  memberBudget?: number;
   memberLease: number;
   signal?: AbortSignal;
   body?: Frame;
@@ -66,7 +68,7 @@ interface Asking {
  * own budget, and then counts as failed.
  */
 export function askMembers(members: BaseLock[], ask: RoundAsk): Promise<Round> {
-  const { quorum, memberWait, memberLease, signal, body, closing } = ask;
+  const { quorum, memberWait, memberBudget, memberLease, signal, body, closing } = ask;
   const allowedFailures = members.length - quorum;
   const round: Round = { taken: [], errors: 0, contended: false, late: new LateMembers() };
   const asking: Asking[] = [];
@@ -115,6 +117,7 @@ export function askMembers(members: BaseLock[], ask: RoundAsk): Promise<Round> {
       try {
         const acquired = await member.tryLockAsMember({
           waitTime: memberWait,
+          budget: memberBudget,
           leaseTime: memberLease,
           signal: memberSignal,
           body,
