@@ -237,6 +237,47 @@ describe('group locks with a bad master', () => {
     await Promise.all(stalled.map((client) => client.close()));
   }, 20_000);
 
+  // The cut of the members' leases is part of the wait: a master that stops answering as it is
+  // sent makes the round fail within the wait's slack, and its give-back is the one release the
+  // budget allows after that (not a whole commandTimeout for each).
+  test('MultiLock: a master paused as the leases are cut answers within waitTime + 200 ms + one release', async () => {
+    const connections = servers.map((server) => server.connect());
+    const cutting = connections.map(
+      (connection) => new LockClient(connection, { commandTimeout: COMMAND_TIMEOUT }),
+    );
+    await Promise.all(cutting.map((client) => client.getLock('warm').withLock(() => undefined)));
+    // A lease shorter than twice the wait: the members take 2 x WAIT first, then are cut to it.
+    const WAIT = 300;
+    const LEASE = 400;
+    const third = connections[2] as (typeof connections)[number];
+    const send = third.sendCommand.bind(third);
+    let frozen = false;
+    third.sendCommand = ((command: { name: string; args: unknown[] }) => {
+      // The cut to the lease asked (the attempts ask for more): the third master stops first.
+      if (
+        !frozen &&
+        command.name === 'evalsha' &&
+        command.args.some((arg) => String(arg) === String(LEASE))
+      ) {
+        frozen = true;
+        servers[2]?.freeze();
+      }
+      return send(command as never);
+    }) as typeof third.sendCommand;
+    const multi = (cutting[0] as LockClient).getMultiLock(
+      ...cutting.map((client) => client.getLock('multi-cut')),
+    );
+    const { ms, error } = await timed(multi.tryLock(WAIT, LEASE));
+    reportFault('MultiLock, a master paused during the cut', { ms, error: String(error) });
+    expect(frozen).toBe(true);
+    expect(error).toBeInstanceOf(RedisUnavailableError);
+    expect(ms).toBeLessThanOrEqual(waitBudget(WAIT) + COMMAND_TIMEOUT);
+    servers[2]?.thaw();
+    // Nothing kept on the live masters.
+    for (const server of servers.slice(0, 2)) expect(await server.connect().exists('multi-cut')).toBe(0);
+    await Promise.all(cutting.map((client) => client.close()));
+  }, 20_000);
+
   test('RedLock keeps its quorum alive with one master down, and reports the loss below quorum', async () => {
     const lost: LockLostEvent[] = [];
     for (const client of clients) client.on('lockLost', (event) => lost.push(event));

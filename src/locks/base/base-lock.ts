@@ -154,15 +154,20 @@ export abstract class BaseLock extends AcquiringLock implements RLock {
    * Cuts `hold`, which a group lock took of this member with a longer lease, to leaseTime from now
    * (the group's last step). Only when it is the owner's one hold here: an owner that held this
    * member before keeps the ttl it has, as at any re-entry (a short inner lease never cuts off an
-   * outer hold). A member Redis no longer has for the owner is a lost lease.
+   * outer hold). A member Redis no longer has for the owner is a lost lease. Within `budget` ms
+   * when that is less than commandTimeout (what is left of the group's wait).
    */
-  async shortenLease(hold: Hold, leaseTime: number): Promise<void> {
+  async shortenLease(hold: Hold, leaseTime: number, budget?: number): Promise<void> {
     const { book } = this.context;
     const owner = this.currentOwner();
     const before = book.get(this.name, owner);
     if (before?.holds.length !== 1 || before.holds[0] !== hold) return;
     const sentAt = performance.now();
-    const kept = await this.call('renew', () => this.setLease(owner, leaseTime));
+    const kept = await this.call(
+      'renew',
+      () => this.setLease(owner, leaseTime),
+      budget === undefined ? undefined : { budget: Math.min(budget, this.context.calls.commandTimeout) },
+    );
     const entry = book.get(this.name, owner);
     // Released meanwhile (the group gave up): nothing left to cut.
     if (entry !== before || !entry.holds.includes(hold)) return;

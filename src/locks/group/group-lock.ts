@@ -325,7 +325,10 @@ export class GroupLock implements RLock {
         const cut = leaseTime > 0 && memberLease !== leaseTime;
         const cutAt = performance.now();
         try {
-          if (cut) await this.shortenLeases(round.taken, leaseTime);
+          // Within the wait's slack, as its attempts: a member that does not answer by then makes
+          // the round fail, and its give-back is the one release the budget allows after it.
+          const cutBudget = Math.max(1, Math.floor(Math.max(deadline, cutAt) + WAIT_SLACK_MS - cutAt));
+          if (cut) await this.shortenLeases(round.taken, leaseTime, cutBudget);
         } catch (error) {
           // Not every member took the lease asked for: held longer than meant, it is given back.
           round.late.end();
@@ -378,8 +381,8 @@ export class GroupLock implements RLock {
     return this.rules.validity(lease, elapsed) > 0;
   }
 
-  private async shortenLeases(taken: Taken[], leaseTime: number): Promise<void> {
-    await Promise.all(taken.map(({ member, hold }) => member.shortenLease(hold, leaseTime)));
+  private async shortenLeases(taken: Taken[], leaseTime: number, budget: number): Promise<void> {
+    await Promise.all(taken.map(({ member, hold }) => member.shortenLease(hold, leaseTime, budget)));
   }
 
   private async release(taken: Taken[]): Promise<void> {
