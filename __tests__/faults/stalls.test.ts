@@ -231,34 +231,78 @@ describe('a client whose event loop stood still', () => {
 
   // A grant whose answer is read only after the lease it asked for ran out (the loop stood still
   // in between) holds nothing the caller can count on: the key is gone, or about to go, and another
-  // owner may hold the lock already. It is given back, and a single attempt answers false; a wait
-  // goes on and takes the lock afresh.
+  // owner may hold the lock already. It is given back, and the acquisition looks once more: a
+  // single attempt too (the lock may well be free). A re-entry, which the owner's hold keeps alive,
+  // is kept.
   test.each([
     ['getLock', (c: LockClient, name: string) => c.getLock(name)],
     ['getFairLock', (c: LockClient, name: string) => c.getFairLock(name)],
     ['getFencedLock', (c: LockClient, name: string) => c.getFencedLock(name)],
-  ])('%s: a grant read after its lease ran out is not handed to the caller', async (_kind, lockOf) => {
-    const client = redis.client({ commandTimeout: 2_000 });
-    const other = redis.client();
-    const lock = lockOf(client, 'st-stale');
-    await lock.isLocked(); // its scripts loaded: the attempt below is one command on the wire
-    const once = timed(lock.tryLock(0, 300));
-    blockFor(600);
-    expect(outcomeOf(await once)).toBe(false);
-    // The same body, the loop not standing still: taken and run.
-    const body = jest.fn();
-    await lock.withLock(body, { waitTime: 0, leaseTime: 300 });
-    expect(body).toHaveBeenCalledTimes(1);
+  ])(
+    '%s: a grant read after its lease ran out is given back, and the lock taken afresh',
+    async (_kind, lockOf) => {
+      const client = redis.client({ commandTimeout: 2_000 });
+      const other = redis.client();
+      const lock = lockOf(client, 'st-stale');
+      await lock.isLocked(); // its scripts loaded: the attempt below is one command on the wire
+      for (const waitTime of [0, 3_000]) {
+        const taking = lock.tryLock(waitTime, 300);
+        blockFor(600);
+        expect(await taking).toBe(true);
+        // Held by the look after the stale grant: a fresh lease, one hold.
+        const ttl = await redis.admin().pttl('st-stale');
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(300);
+        expect(await lock.getHoldCount()).toBe(1);
+        await lock.unlock();
+      }
+      // A re-entry read late is the owner's still: its outer hold keeps the lock.
+      await lock.lock();
+      const reentering = lock.tryLock(0, 300);
+      blockFor(600);
+      expect(await reentering).toBe(true);
+      expect(await lock.getHoldCount()).toBe(2);
+      await lock.unlock();
+      await lock.unlock();
+      // Nothing of the stale grants stayed: another client takes the lock at once.
+      expect(await lockOf(other, 'st-stale').tryLock(0, 1_000)).toBe(true);
+    },
+  );
 
-    // A wait whose first answer came stale looks again, and holds a fresh lease.
-    const waiting = lock.tryLock(3_000, 300);
-    blockFor(600);
-    expect(await waiting).toBe(true);
-    expect(await redis.admin().pttl('st-stale')).toBeGreaterThan(0);
-    await lock.unlock();
-    // Nothing of the stale grants stayed: another client takes the lock at once.
-    expect(await lockOf(other, 'st-stale').tryLock(0, 1_000)).toBe(true);
-  });
+  // A wait's attempt answered past its budget (commandTimeout) but within its lease is adopted, and
+  // handed to the caller at the wait's next step, which may come after that lease ran out: then it
+  // is given back too, not handed on while another client may take the lock.
+  test('a late grant adopted by a wait is not handed on after its lease ran out', async () => {
+    const { client, proxy } = await redis.clientThroughProxy({ commandTimeout: 1_000 });
+    const other = redis.client();
+    const lock = client.getLock('st-adopted');
+    await lock.withLock(() => undefined); // connected, scripts loaded, the client announced
+    proxy.delayReplies(1_100);
+    setTimeout(() => proxy.delayReplies(0), 1_150);
+    const taking = timed(lock.tryLock(5_000, 1_200));
+    // Another client takes the lock whenever it is free, once this one's attempt has run.
+    let otherHeldAt: number | undefined;
+    const started = performance.now();
+    const polling = (async () => {
+      await sleep(100);
+      while (otherHeldAt === undefined && performance.now() - started < 6_000) {
+        if (await other.getLock('st-adopted').tryLock(0, 10_000)) otherHeldAt = performance.now() - started;
+        else await sleep(10);
+      }
+    })();
+    const { value, ms } = await taking;
+    reportFault('late grant adopted past its lease', {
+      value: String(value),
+      ms,
+      otherHeldAt: otherHeldAt ?? -1,
+    });
+    // Whatever it answered, a true is a lock Redis holds for this client, and nobody else's.
+    if (value === true) {
+      expect(await lock.isHeldByCurrentTask()).toBe(true);
+      expect(otherHeldAt).toBeUndefined();
+    }
+    await polling;
+  }, 15_000);
 
   test('a stopped process (SIGSTOP, SIGCONT): its waits answer false and its calls use the answers that came', async () => {
     const holder = redis.client();

@@ -103,9 +103,12 @@ export class FaultPlan {
     const clients = this.live();
     const client = clients[Math.floor(victim * clients.length)];
     if (!client) return;
+    // Its subscriber connections only: a client of several servers keeps a command connection to
+    // each, and those answer as fast as ever.
+    const commands = new Set(this.world.clients.map((sim) => sim.connection));
     const subscribers = this.world.network
       .all()
-      .filter((c) => c.process === client.process && c !== client.connection);
+      .filter((c) => c.process === client.process && !commands.has(c));
     for (const subscriber of subscribers) subscriber.slowBy = slowBy;
     this.note(
       'subscriber slowed',

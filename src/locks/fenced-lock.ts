@@ -63,6 +63,12 @@ export class FencedLock extends ReentrantLock implements RFencedLock {
     return null;
   }
 
+  /** A grant given back (late, lapsed, not taken) hands out no token: its entry goes with it. */
+  override withdrawInBackground(owner: string, latch: string, leaseMs: number): Promise<void> {
+    this.granted.delete(latch);
+    return super.withdrawInBackground(owner, latch, leaseMs);
+  }
+
   protected override tokenOf(latch: string): number | undefined {
     const token = this.granted.get(latch);
     this.granted.delete(latch);

@@ -38,6 +38,15 @@ export type AttemptKind = 'try' | 'look' | 'first' | 'queued';
  */
 export const ASK_IN_FULL = -4;
 
+/**
+ * What an attempt answers when it acquired but its answer was read only after the lease it asked
+ * for had run out (the process stood still, or Redis kept the answer): the grant was given back,
+ * and the lock may well be free. The wait looks once more at once, within the slack from now when
+ * its time is gone (as its last look after a stalled sleep); a single attempt makes that one look
+ * too. A second such answer counts as the lock held.
+ */
+export const STALE_GRANT = -6;
+
 /** The mode an acquire script takes for an attempt: a 'look' never queues, as a 'try'. */
 export function scriptMode(kind: AttemptKind): 'try' | 'first' | 'queued' {
   return kind === 'look' ? 'try' : kind;
@@ -184,7 +193,9 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
   check();
   if (plan.waitTime === 0) {
     const ttl = await plan.attempt('try', { budget: plan.commandTimeout, signal: plan.signal });
-    return afterGrant(plan, ttl) === null ? 'attempt' : false;
+    if (ttl !== STALE_GRANT) return afterGrant(plan, ttl) === null ? 'attempt' : false;
+    const again = await plan.attempt('try', { budget: staleLookBudget(plan), signal: plan.signal });
+    return afterGrant(plan, again) === null ? 'attempt' : false;
   }
 
   const deadline = plan.first
@@ -216,6 +227,8 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
   let first = plan.first;
   let attempts = first ? 1 : 0;
   let failures = 0;
+  /** Whether the wait made its one look after a stale grant (see STALE_GRANT). */
+  let lookedAfterStale = false;
   try {
     for (;;) {
       let ttl: number | null | undefined;
@@ -244,6 +257,14 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
       }
       check();
       if (ttl === null) return (outcome = 'attempt');
+      if (ttl === STALE_GRANT) {
+        if (!lookedAfterStale) {
+          lookedAfterStale = true;
+          lastLook = Math.max(lastLook, performance.now());
+          continue;
+        }
+        ttl = 0;
+      }
       const left = timeLeft();
       if (left <= 0) {
         if (failure !== undefined) throw outOfTime(failure, plan.waitTime);
@@ -326,6 +347,11 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
  */
 function stepBudget(commandTimeout: number, lastLook: number): number {
   return Math.max(1, Math.min(commandTimeout, lastLook - performance.now() + WAIT_SLACK_MS));
+}
+
+/** The budget of a single attempt's one look after a stale grant: the slack, within commandTimeout. */
+export function staleLookBudget(plan: { commandTimeout: number }): number {
+  return Math.min(plan.commandTimeout, WAIT_SLACK_MS);
 }
 
 /**

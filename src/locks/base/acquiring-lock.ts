@@ -10,6 +10,8 @@ import {
   afterFirstAnswer,
   afterFirstFailure,
   firstAttemptOf,
+  STALE_GRANT,
+  staleLookBudget,
   type AcquireOutcome,
   type AttemptKind,
   type FirstAnswer,
@@ -163,6 +165,12 @@ export abstract class AcquiringLock extends ReleasingLock {
 
   /** Where an acquisition goes from its first attempt's answer (see AttemptTarget). */
   onFirstAnswer(acquisition: Acquisition, ttl: number | null): false | Acquired | Promise<false | Acquired> {
+    // A single attempt whose grant came back stale looks once more (see STALE_GRANT); a wait does
+    // so in its loop.
+    if (ttl === STALE_GRANT && acquisition.waitTime === 0 && !acquisition.lookedAfterStale) {
+      acquisition.lookedAfterStale = true;
+      return acquisition.firstAttempt('try', staleLookBudget(this.context.calls));
+    }
     const next = afterFirstAnswer(ttl, acquisition.waitTime, acquisition.deadline);
     if (next === null) {
       // Granted just as the caller stopped waiting (abort, close): given back.
@@ -326,6 +334,11 @@ export abstract class AcquiringLock extends ReleasingLock {
       throw error;
     }
     return { hold, token };
+  }
+
+  /** Whether `owner` holds this lock by this client's count, for an Acquisition (see AttemptTarget). */
+  heldBy(owner: string): boolean {
+    return this.context.book.get(this.name, owner) !== undefined;
   }
 
   /** One attempt in Redis, for an Acquisition (see attempt). */

@@ -2,7 +2,7 @@ import { DEBUG, debug, type LockKind } from '../../events';
 import type { Frame } from '../../ownership/owner';
 import type { GateEntry } from '../../ownership/owner-gates';
 import type { CallLimits, Fate, Lane, RedisCalls } from '../../redis/redis-calls';
-import type { AttemptKind } from '../../waiting/acquire-or-wait';
+import { STALE_GRANT, type AttemptKind } from '../../waiting/acquire-or-wait';
 import type { Hold } from '../../ownership/hold-book';
 
 /** What one acquisition took: its hold in the book, and its fencing token for kinds that issue them. */
@@ -21,6 +21,8 @@ export interface AttemptTarget {
   sendAttempt(owner: string, leaseMs: number, latch: string, kind: AttemptKind): Promise<number | null>;
   /** Withdraws the acquire request of `latch` in the background, until Redis answers. */
   withdrawInBackground(owner: string, latch: string, leaseMs: number): Promise<void>;
+  /** Whether `owner` holds the lock by this client's count: an attempt of it is a re-entry. */
+  heldBy(owner: string): boolean;
   /** Where the acquisition goes from its first attempt's answer: taken, not taken, or a wait. */
   onFirstAnswer(acquisition: Acquisition, ttl: number | null): Outcome | Promise<Outcome>;
   /** Where it goes when its first attempt failed (a wait, while time is left); may throw. */
@@ -78,6 +80,8 @@ export class Acquisition implements Lane {
   deadline = Infinity;
   /** How long the acquisition may wait once past the owner's gate, in ms (-1: without limit). */
   waitTime = -1;
+  /** Whether a single attempt made its one look after a stale grant (see STALE_GRANT). */
+  lookedAfterStale = false;
   /** Latches of attempts that took the lock after all, withdrawn once the wait is over. */
   private grantsAfterAll?: string[];
 
@@ -97,7 +101,7 @@ export class Acquisition implements Lane {
 
   /** One attempt of this wait; an earlier one's late grant, once adopted, answers for it. */
   attempt(kind: AttemptKind, budget: number, signal: AbortSignal | undefined): Promise<number | null> {
-    if (this.grantLatch !== undefined) return Promise.resolve(null);
+    if (this.adoptedGrantHolds()) return Promise.resolve(null);
     const call = new AttemptCall(this, kind, budget, signal);
     return this.calls.run(this.lock.name, 'acquire', call, call);
   }
@@ -109,6 +113,20 @@ export class Acquisition implements Lane {
   firstAttempt(kind: AttemptKind, budget: number): Promise<Outcome> {
     const call = new FirstAttemptCall(this, kind, budget, this.signal);
     return this.calls.run(this.lock.name, 'acquire', call, call);
+  }
+
+  /**
+   * Whether a late grant this wait adopted is still one to take: adopted when its answer came, it
+   * is taken at the wait's next attempt, which may come after its lease ran out (a retry pause, a
+   * subscription, a stalled loop). A lapsed one is given back, and the attempt goes out.
+   */
+  adoptedGrantHolds(): boolean {
+    const latch = this.grantLatch;
+    if (latch === undefined) return false;
+    if (leaseLeft(this.grantSentAt, this.leaseMs) || this.lock.heldBy(this.owner)) return true;
+    this.grantLatch = undefined;
+    void this.lock.withdrawInBackground(this.owner, latch, this.leaseMs);
+    return false;
   }
 
   /** The wait is over; a grant it adopted but did not take (time out, error) is given back. */
@@ -154,7 +172,8 @@ export class Acquisition implements Lane {
  */
 abstract class AttemptCallBase {
   readonly latch: string;
-  readonly sentAt: number;
+  /** performance.now() when the attempt went out (the lease it asks for runs from then at the earliest). */
+  sentAt = 0;
   readonly endsWithClose = true;
 
   constructor(
@@ -164,7 +183,6 @@ abstract class AttemptCallBase {
     readonly signal: AbortSignal | undefined,
   ) {
     this.latch = acquisition.lock.newLatch();
-    this.sentAt = performance.now();
   }
 
   get lane(): Lane {
@@ -174,7 +192,9 @@ abstract class AttemptCallBase {
   send(): Promise<number | null | typeof ADOPTED> {
     const { acquisition } = this;
     // An earlier attempt's late grant may have been adopted while this one waited its turn.
-    if (acquisition.grantLatch !== undefined) return Promise.resolve(ADOPTED);
+    if (acquisition.adoptedGrantHolds()) return Promise.resolve(ADOPTED);
+    // Not when the call was made: it may have waited for a ready connection, or its lane.
+    if (this.sentAt === 0) this.sentAt = performance.now();
     return acquisition.lock.sendAttempt(acquisition.owner, acquisition.leaseMs, this.latch, this.kind);
   }
 
@@ -182,13 +202,12 @@ abstract class AttemptCallBase {
   protected took(ttl: number | null | typeof ADOPTED): number | null {
     if (ttl === ADOPTED) return null;
     const { acquisition } = this;
-    if (ttl === null && !this.leaseLeft()) {
+    if (ttl === null && !this.usable()) {
       // The answer was read after the lease it asked for had run out (the process stood still
-      // in between): the hold is gone or about to go, and another owner may hold the lock
-      // already. Given back, and the wait looks again as if the lock were held for 0 ms more (a
-      // single attempt answers false).
+      // in between, or Redis kept it): the hold is gone or about to go, and another owner may
+      // hold the lock already. Given back, and the wait looks once more (see STALE_GRANT).
       this.withdrawStale();
-      ttl = 0;
+      ttl = STALE_GRANT;
     } else if (ttl === null) this.grant();
     if (DEBUG) {
       const { lock } = acquisition;
@@ -213,12 +232,7 @@ abstract class AttemptCallBase {
   onOrphaned(fate: Fate<number | null | typeof ADOPTED>): void {
     if (fate.ran === true && fate.value !== null) return;
     const { acquisition } = this;
-    if (
-      fate.ran === true &&
-      acquisition.waiting &&
-      acquisition.grantLatch === undefined &&
-      this.leaseLeft()
-    ) {
+    if (fate.ran === true && acquisition.waiting && acquisition.grantLatch === undefined && this.usable()) {
       this.grant();
       return;
     }
@@ -231,11 +245,13 @@ abstract class AttemptCallBase {
   }
 
   /**
-   * Whether any of the lease this attempt asked for is left: it runs from the send (as the hold's
-   * does in the book, see AcquiringLock.grant), and Redis started it no earlier.
+   * Whether a grant answered now can be handed on: some of the lease it asked for is left (it runs
+   * from the send, as the hold's does in the book, see AcquiringLock.grant; Redis started it no
+   * earlier), or it is a re-entry, which the owner's hold keeps alive.
    */
-  private leaseLeft(): boolean {
-    return performance.now() - this.sentAt < this.acquisition.leaseMs;
+  private usable(): boolean {
+    const { acquisition } = this;
+    return leaseLeft(this.sentAt, acquisition.leaseMs) || acquisition.lock.heldBy(acquisition.owner);
   }
 
   private withdrawStale(): void {
@@ -267,4 +283,9 @@ class FirstAttemptCall extends AttemptCallBase implements CallLimits<AttemptAnsw
   failed(error: unknown): Promise<Outcome> {
     return this.acquisition.lock.onFirstFailure(this.acquisition, error);
   }
+}
+
+/** Whether a lease of `leaseMs` asked for at `sentAt` (performance.now()) has time left. */
+function leaseLeft(sentAt: number, leaseMs: number): boolean {
+  return performance.now() - sentAt < leaseMs;
 }
