@@ -79,7 +79,12 @@ const FOUND: Array<{ seed: number; what: string; kind?: Kind; slowedSubscribers?
   },
   // A RedLock's round made as its wait ended gave each master's one attempt the whole
   // commandTimeout: with a master paused, tryLock answered past waitTime + 200 ms + one release.
-  { seed: 700465, slowedSubscribers: true, what: 'RedLock: its last round took a whole commandTimeout' },
+  {
+    seed: 701196,
+    kind: 'red',
+    slowedSubscribers: true,
+    what: 'RedLock: its last round took a whole commandTimeout',
+  },
   // Defects of the checks. The release of a re-entry, sent again in the background after a restart,
   // was answered while the task's last release was under way, and read as that last release
   // ("still holds one").

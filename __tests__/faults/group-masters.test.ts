@@ -1,3 +1,4 @@
+import type Redis from 'ioredis';
 import { LockClient, RedisUnavailableError, type LockLostEvent, type RLock } from '../../src';
 import { FaultProxy } from '../helpers/proxy';
 import { callBudget, waitBudget } from '../helpers/budgets';
@@ -16,6 +17,32 @@ const COMMAND_TIMEOUT = 1_000;
 function blockFor(ms: number): void {
   const end = Date.now() + ms;
   while (Date.now() < end);
+}
+
+/** Clients of the three masters on connections of their own, warmed up (scripts loaded). */
+async function clientsOn(servers: RedisServer[]): Promise<{ connections: Redis[]; clients: LockClient[] }> {
+  const connections = servers.map((server) => server.connect());
+  const clients = connections.map(
+    (connection) => new LockClient(connection, { commandTimeout: COMMAND_TIMEOUT }),
+  );
+  await Promise.all(clients.map((client) => client.getLock('warm').withLock(() => undefined)));
+  return { connections, clients };
+}
+
+/**
+ * Runs `before` once, as the first group lease cut to `lease` ms is written on `connection` (the
+ * attempts ask for 2 x waitTime; only the cut names the lease asked).
+ */
+function onFirstCut(connection: Redis, lease: number, before: () => void): void {
+  const send = connection.sendCommand.bind(connection);
+  let seen = false;
+  connection.sendCommand = ((command: { name: string; args: unknown[] }) => {
+    if (!seen && command.name === 'evalsha' && command.args.some((arg) => String(arg) === String(lease))) {
+      seen = true;
+      before();
+    }
+    return send(command as never);
+  }) as typeof connection.sendCommand;
 }
 
 type Badness = 'killed' | 'paused' | 'slow';
@@ -207,29 +234,18 @@ describe('group locks with a bad master', () => {
   // asked once the quorum is held. A loop that stands still between sending the cut and reading its
   // answers, longer than that lease, would hand out a group whose every member is gone.
   test('RedLock: a cut of the leases answered after they ran out holds nothing; the wait takes it afresh', async () => {
-    const connections = servers.map((server) => server.connect());
-    const stalled = connections.map(
-      (connection) => new LockClient(connection, { commandTimeout: COMMAND_TIMEOUT }),
-    );
-    await Promise.all(stalled.map((client) => client.getLock('warm').withLock(() => undefined)));
+    const { connections, clients: stalled } = await clientsOn(servers);
     const LEASE = 300;
     let stalls = 0;
+    // The loop stands still once the first cut is written, before its answers are read.
     for (const connection of connections) {
-      const send = connection.sendCommand.bind(connection);
-      connection.sendCommand = ((command: { name: string; args: unknown[] }) => {
-        // The first cut to the 300 ms lease (the attempts ask for 2 x waitTime): the loop stands
-        // still once it is written, before its answers are read.
-        const cut = command.name === 'evalsha' && command.args.some((arg) => String(arg) === String(LEASE));
-        if (cut && stalls === 0) {
-          stalls += 1;
-          setImmediate(() => blockFor(2 * LEASE));
-        }
-        return send(command as never);
-      }) as typeof connection.sendCommand;
+      onFirstCut(connection, LEASE, () => {
+        if (stalls++ === 0) setImmediate(() => blockFor(2 * LEASE));
+      });
     }
     const red = (stalled[0] as LockClient).getRedLock(...stalled.map((client) => client.getLock('red-cut')));
     expect(await red.tryLock(3_000, LEASE)).toBe(true);
-    expect(stalls).toBe(1);
+    expect(stalls).toBeGreaterThanOrEqual(1);
     // Held by a round after the stalled one: at least two masters hold it, within the lease asked.
     const ttls = await Promise.all(servers.map((server) => server.connect().pttl('red-cut')));
     expect(ttls.filter((ttl) => ttl > 0 && ttl <= LEASE).length).toBeGreaterThanOrEqual(2);
@@ -241,29 +257,16 @@ describe('group locks with a bad master', () => {
   // sent makes the round fail within the wait's slack, and its give-back is the one release the
   // budget allows after that (not a whole commandTimeout for each).
   test('MultiLock: a master paused as the leases are cut answers within waitTime + 200 ms + one release', async () => {
-    const connections = servers.map((server) => server.connect());
-    const cutting = connections.map(
-      (connection) => new LockClient(connection, { commandTimeout: COMMAND_TIMEOUT }),
-    );
-    await Promise.all(cutting.map((client) => client.getLock('warm').withLock(() => undefined)));
+    const { connections, clients: cutting } = await clientsOn(servers);
     // A lease shorter than twice the wait: the members take 2 x WAIT first, then are cut to it.
     const WAIT = 300;
     const LEASE = 400;
-    const third = connections[2] as (typeof connections)[number];
-    const send = third.sendCommand.bind(third);
     let frozen = false;
-    third.sendCommand = ((command: { name: string; args: unknown[] }) => {
-      // The cut to the lease asked (the attempts ask for more): the third master stops first.
-      if (
-        !frozen &&
-        command.name === 'evalsha' &&
-        command.args.some((arg) => String(arg) === String(LEASE))
-      ) {
-        frozen = true;
-        servers[2]?.freeze();
-      }
-      return send(command as never);
-    }) as typeof third.sendCommand;
+    // The third master stops as its cut is sent.
+    onFirstCut(connections[2] as Redis, LEASE, () => {
+      frozen = true;
+      servers[2]?.freeze();
+    });
     const multi = (cutting[0] as LockClient).getMultiLock(
       ...cutting.map((client) => client.getLock('multi-cut')),
     );
