@@ -169,7 +169,9 @@ export abstract class AcquiringLock extends ReleasingLock {
     // so in its loop.
     if (ttl === STALE_GRANT && acquisition.waitTime === 0 && !acquisition.lookedAfterStale) {
       acquisition.lookedAfterStale = true;
-      return acquisition.firstAttempt('try', staleLookBudget(this.context.calls));
+      // Within a group round's own budget too (see AcquireHow.budget).
+      const budget = Math.min(staleLookBudget(this.context.calls), acquisition.how.budget ?? Infinity);
+      return acquisition.firstAttempt('try', Math.max(1, budget));
     }
     const next = afterFirstAnswer(ttl, acquisition.waitTime, acquisition.deadline);
     if (next === null) {

@@ -205,7 +205,10 @@ abstract class AttemptCallBase {
     if (ttl === null && !this.usable()) {
       // The answer was read after the lease it asked for had run out (the process stood still
       // in between, or Redis kept it): the hold is gone or about to go, and another owner may
-      // hold the lock already. Given back, and the wait looks once more (see STALE_GRANT).
+      // hold the lock already. Given back, and the wait looks once more (see STALE_GRANT). The
+      // look may reach Redis before the withdrawal: finding the stale hold still there, it counts
+      // as a re-entry with a fresh lease, and the withdrawal, which goes by this attempt's mark,
+      // takes only the stale hold away.
       this.withdrawStale();
       ttl = STALE_GRANT;
     } else if (ttl === null) this.grant();
