@@ -42,8 +42,8 @@ export const ASK_IN_FULL = -4;
  * What an attempt answers when it acquired but its answer was read only after the lease it asked
  * for had run out (the process stood still, or Redis kept the answer): the grant was given back,
  * and the lock may well be free. The wait looks once more at once, within the slack from now when
- * its time is gone (as its last look after a stalled sleep); a single attempt makes that one look
- * too. A second such answer counts as the lock held.
+ * its time is gone (as its last look after a stalled sleep); a lock's single attempt makes that one
+ * look too (AcquiringLock.onFirstAnswer). A second such answer counts as the lock held.
  */
 export const STALE_GRANT = -6;
 
@@ -193,9 +193,7 @@ export async function acquireOrWait(plan: AcquirePlan): Promise<AcquireOutcome> 
   check();
   if (plan.waitTime === 0) {
     const ttl = await plan.attempt('try', { budget: plan.commandTimeout, signal: plan.signal });
-    if (ttl !== STALE_GRANT) return afterGrant(plan, ttl) === null ? 'attempt' : false;
-    const again = await plan.attempt('try', { budget: staleLookBudget(plan), signal: plan.signal });
-    return afterGrant(plan, again) === null ? 'attempt' : false;
+    return afterGrant(plan, ttl) === null ? 'attempt' : false;
   }
 
   const deadline = plan.first

@@ -148,9 +148,7 @@ export abstract class AcquiringLock extends ReleasingLock {
     try {
       acquisition.signal?.throwIfAborted();
       context.closing.throwIfAborted();
-      const { budget } = acquisition.how;
-      const commandTimeout =
-        budget === undefined ? context.calls.commandTimeout : Math.min(budget, context.calls.commandTimeout);
+      const commandTimeout = Math.min(acquisition.how.budget ?? Infinity, context.calls.commandTimeout);
       const first = firstAttemptOf(waitTime, commandTimeout, this.wakeSourceFirst);
       acquisition.deadline = first.deadline;
       // A lock seen contended a moment ago is most likely held still: the wait begins at once;

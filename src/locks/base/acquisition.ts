@@ -123,10 +123,24 @@ export class Acquisition implements Lane {
   adoptedGrantHolds(): boolean {
     const latch = this.grantLatch;
     if (latch === undefined) return false;
-    if (leaseLeft(this.grantSentAt, this.leaseMs) || this.lock.heldBy(this.owner)) return true;
+    if (this.canTake(this.grantSentAt)) return true;
     this.grantLatch = undefined;
-    void this.lock.withdrawInBackground(this.owner, latch, this.leaseMs);
+    this.giveBack(latch);
     return false;
+  }
+
+  /**
+   * Whether a grant of an attempt sent at `sentAt` can be handed on now: some of the lease it asked
+   * for is left (it runs from the send, as the hold's does in the book, see AcquiringLock.grant;
+   * Redis started it no earlier), or it is a re-entry, which the owner's hold keeps alive.
+   */
+  canTake(sentAt: number): boolean {
+    return performance.now() - sentAt < this.leaseMs || this.lock.heldBy(this.owner);
+  }
+
+  /** Withdraws the request of `latch` in the background: whatever it took goes back. */
+  giveBack(latch: string): void {
+    void this.lock.withdrawInBackground(this.owner, latch, this.leaseMs);
   }
 
   /** The wait is over; a grant it adopted but did not take (time out, error) is given back. */
@@ -139,7 +153,7 @@ export class Acquisition implements Lane {
     // After the confirmation of a hand-off that ended the wait: it is sent on the next tick, and
     // must reach Redis first (see withdrawAfterAll).
     setImmediate(() => {
-      for (const latch of latches) void this.lock.withdrawInBackground(this.owner, latch, this.leaseMs);
+      for (const latch of latches) this.giveBack(latch);
     });
   }
 
@@ -155,7 +169,7 @@ export class Acquisition implements Lane {
    */
   withdrawAfterAll(latch: string): void {
     if (this.waiting) (this.grantsAfterAll ??= []).push(latch);
-    else void this.lock.withdrawInBackground(this.owner, latch, this.leaseMs);
+    else this.giveBack(latch);
   }
 
   /** Gives back this wait's grant, if it has one (the caller stopped waiting as it came). */
@@ -202,14 +216,14 @@ abstract class AttemptCallBase {
   protected took(ttl: number | null | typeof ADOPTED): number | null {
     if (ttl === ADOPTED) return null;
     const { acquisition } = this;
-    if (ttl === null && !this.usable()) {
+    if (ttl === null && !acquisition.canTake(this.sentAt)) {
       // The answer was read after the lease it asked for had run out (the process stood still
       // in between, or Redis kept it): the hold is gone or about to go, and another owner may
       // hold the lock already. Given back, and the wait looks once more (see STALE_GRANT). The
       // look may reach Redis before the withdrawal: finding the stale hold still there, it counts
       // as a re-entry with a fresh lease, and the withdrawal, which goes by this attempt's mark,
       // takes only the stale hold away.
-      this.withdrawStale();
+      acquisition.giveBack(this.latch);
       ttl = STALE_GRANT;
     } else if (ttl === null) this.grant();
     if (DEBUG) {
@@ -235,31 +249,21 @@ abstract class AttemptCallBase {
   onOrphaned(fate: Fate<number | null | typeof ADOPTED>): void {
     if (fate.ran === true && fate.value !== null) return;
     const { acquisition } = this;
-    if (fate.ran === true && acquisition.waiting && acquisition.grantLatch === undefined && this.usable()) {
+    if (
+      fate.ran === true &&
+      acquisition.waiting &&
+      acquisition.grantLatch === undefined &&
+      acquisition.canTake(this.sentAt)
+    ) {
       this.grant();
       return;
     }
-    this.withdrawStale();
+    acquisition.giveBack(this.latch);
   }
 
   /** An attempt taken as lost ran after all and took the lock: see Acquisition.withdrawAfterAll. */
   onAnsweredAfterAll(ttl: number | null | typeof ADOPTED): void {
     if (ttl === null) this.acquisition.withdrawAfterAll(this.latch);
-  }
-
-  /**
-   * Whether a grant answered now can be handed on: some of the lease it asked for is left (it runs
-   * from the send, as the hold's does in the book, see AcquiringLock.grant; Redis started it no
-   * earlier), or it is a re-entry, which the owner's hold keeps alive.
-   */
-  private usable(): boolean {
-    const { acquisition } = this;
-    return leaseLeft(this.sentAt, acquisition.leaseMs) || acquisition.lock.heldBy(acquisition.owner);
-  }
-
-  private withdrawStale(): void {
-    const { acquisition } = this;
-    void acquisition.lock.withdrawInBackground(acquisition.owner, this.latch, acquisition.leaseMs);
   }
 
   private grant(): void {
@@ -286,9 +290,4 @@ class FirstAttemptCall extends AttemptCallBase implements CallLimits<AttemptAnsw
   failed(error: unknown): Promise<Outcome> {
     return this.acquisition.lock.onFirstFailure(this.acquisition, error);
   }
-}
-
-/** Whether a lease of `leaseMs` asked for at `sentAt` (performance.now()) has time left. */
-function leaseLeft(sentAt: number, leaseMs: number): boolean {
-  return performance.now() - sentAt < leaseMs;
 }

@@ -66,6 +66,14 @@ export interface GroupRules {
   closing: AbortSignal;
 }
 
+/**
+ * What is left, in whole ms (at least 1), of the slack of a wait ending at `deadline` for a step
+ * that began at `startedAt`: counted from the step's start when a stalled loop let it begin late.
+ */
+function slackLeft(deadline: number, startedAt: number): number {
+  return Math.max(1, Math.floor(Math.max(deadline, startedAt) + WAIT_SLACK_MS - performance.now()));
+}
+
 /** How long lock() waits for the members in one attempt before it starts over (Redisson's 1.5 s each). */
 const LOCK_ROUND_PER_MEMBER_MS = 1_500;
 
@@ -306,10 +314,7 @@ export class GroupLock implements RLock {
       // A round made as the wait ends (one attempt per member) answers within the wait's slack,
       // as a single lock's last look does: its members' attempts get what is left of it, counted
       // from the round's start when a stalled event loop let it start late.
-      const memberBudget =
-        waitTime > 0 && memberWait === 0
-          ? Math.max(1, Math.floor(Math.max(deadline, roundStarted) + WAIT_SLACK_MS - performance.now()))
-          : undefined;
+      const memberBudget = waitTime > 0 && memberWait === 0 ? slackLeft(deadline, roundStarted) : undefined;
       const round = await askMembers(this.members, {
         quorum: this.rules.quorum,
         memberWait,
@@ -327,8 +332,7 @@ export class GroupLock implements RLock {
         try {
           // Within the wait's slack, as its attempts: a member that does not answer by then makes
           // the round fail, and its give-back is the one release the budget allows after it.
-          const cutBudget = Math.max(1, Math.floor(Math.max(deadline, cutAt) + WAIT_SLACK_MS - cutAt));
-          if (cut) await this.shortenLeases(round.taken, leaseTime, cutBudget);
+          if (cut) await this.shortenLeases(round.taken, leaseTime, slackLeft(deadline, cutAt));
         } catch (error) {
           // Not every member took the lease asked for: held longer than meant, it is given back.
           round.late.end();
